@@ -1,0 +1,53 @@
+# qkv-viz: `make lab` opens the book, `make test` runs every test.
+# Both create or refresh the local virtual environment (.venv) first.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+# The book's own JupyterLab settings (news and update checks off).
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+.PHONY: env lab test test-fast test-browser notebooks bench clean help
+
+help:
+	@echo "make lab        start JupyterLab on notebooks/ (sets up .venv first)"
+	@echo "make test       run all tests: pytest, nbval on every notebook, browser test"
+	@echo "make notebooks  re-execute every notebook in place, in order"
+	@echo "make bench      run benchmarks/, one BENCH line per case"
+
+env: $(STAMP) $(LAB_SETTINGS)
+
+# (Re)install when the venv is missing or pyproject.toml / environment.yml changed.
+$(STAMP): pyproject.toml environment.yml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --progress-bar off -e '.[real,test]'
+	@touch $(STAMP)
+
+$(LAB_SETTINGS): jupyter/overrides.json $(STAMP)
+	@mkdir -p $(dir $@)
+	cp jupyter/overrides.json $@
+
+lab: env
+	$(PY) scripts/lab.py
+
+test: env
+	MPLBACKEND=Agg $(PY) -m pytest tests $(NOTEBOOKS) --nbval-lax \
+		--sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+
+test-fast: env
+	MPLBACKEND=Agg $(PY) -m pytest tests -m "not browser" -p no:cacheprovider
+
+test-browser: env
+	$(PY) -m pytest tests -m browser -p no:cacheprovider
+
+notebooks: env
+	$(PY) scripts/run_notebooks.py $(NOTEBOOKS)
+
+bench: env
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache artifacts

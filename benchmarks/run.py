@@ -1,0 +1,29 @@
+"""Run every benchmarks/bench_*.py; each prints one `BENCH name key=value ...` line per case.
+
+    python benchmarks/run.py            # all
+    python benchmarks/run.py widget     # only files whose name contains "widget"
+"""
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+
+def main(argv: list) -> int:
+    here = pathlib.Path(__file__).resolve().parent
+    files = sorted(here.glob("bench_*.py"))
+    if argv:
+        files = [f for f in files if any(a in f.stem for a in argv)]
+    failed = 0
+    for f in files:
+        print(f"# {f.name}", file=sys.stderr, flush=True)
+        rc = subprocess.call([sys.executable, str(f)], cwd=here.parent)
+        if rc:
+            print(f"# {f.name} failed with exit code {rc}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,43 @@
+"""Start JupyterLab on the book, safely and offline.
+
+Used by ``make lab`` and by the browser test. Listens on 127.0.0.1 only,
+keeps token authentication on (a random token unless one is given), turns
+off JupyterLab's news feed and update check, and adds ``--allow-root`` only
+when run as root (JupyterLab refuses root otherwise).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+
+
+def lab_argv(notebook_dir: str, port: int | None = None, token: str | None = None,
+             open_browser: bool = True) -> list:
+    """The ``jupyter lab`` command line for the book."""
+    token = token or secrets.token_hex(24)
+    argv = [sys.executable, "-m", "jupyterlab",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.root_dir={notebook_dir}",
+            f"--IdentityProvider.token={token}",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if port is not None:
+        argv += [f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
+    if not open_browser:
+        argv.append("--ServerApp.open_browser=False")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-root")
+    return argv
+
+
+def main() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    notebooks = os.path.join(os.path.dirname(here), "notebooks")
+    argv = lab_argv(notebooks, open_browser=os.environ.get("QKV_NO_BROWSER") is None)
+    print("Starting JupyterLab on", notebooks, "(127.0.0.1, token auth on)", flush=True)
+    os.execv(argv[0], argv)
+
+
+if __name__ == "__main__":
+    main()

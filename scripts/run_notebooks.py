@@ -1,0 +1,42 @@
+"""Re-execute notebooks in place, in order, from a fresh kernel each.
+
+    python scripts/run_notebooks.py notebooks/*.ipynb
+
+Prints one line per notebook with its run time and the total at the end,
+so the book's <= 90 s budget can be read off. Stops at the first failure.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def run(path: str) -> float:
+    nb = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": os.path.dirname(path) or "."}})
+    client.execute()
+    elapsed = time.perf_counter() - start
+    nbformat.write(nb, path)
+    return elapsed
+
+
+def main(paths: list) -> int:
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    total = 0.0
+    for i, path in enumerate(paths, 1):
+        print(f"[{i}/{len(paths)}] {path} ...", end=" ", flush=True)
+        elapsed = run(path)
+        total += elapsed
+        print(f"{elapsed:.1f} s", flush=True)
+    print(f"all {len(paths)} notebooks executed in {total:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -38,15 +38,21 @@ def softmax_grad_norm(weights) -> np.ndarray:
     """Frobenius norm of the softmax Jacobian ``diag(p) - p p^T`` for each row.
 
     Computed without building the (S, S) matrix:
-    ||J||_F^2 = sum_i p_i^2 (1 - p_i)^2 + sum_{i != j} p_i^2 p_j^2
-             = sum p^2 - 2 sum p^3 + (sum p^2)^2.
+    ||J||_F^2 = sum_i p_i^2 (1 - p_i)^2 + sum_i p_i^2 sum_{j != i} p_j^2.
     It is 0 for a one-hot row (saturated: no gradient flows back to the
-    scores) and about 1/sqrt(S) for a uniform row.
+    scores) and about 1/sqrt(S) for a uniform row. Near one-hot, ``1 - p_max``
+    and ``sum_{j != max} p_j^2`` are summed from the small entries rather than
+    subtracted from 1, so the tiny gradients of saturated rows stay accurate.
     """
     p = _weights(weights)
-    s2 = (p ** 2).sum(axis=-1)
-    s3 = (p ** 3).sum(axis=-1)
-    return np.sqrt(np.maximum(s2 - 2 * s3 + s2 ** 2, 0.0))
+    top = p.argmax(axis=-1)[..., None]  # (..., 1) index of the largest weight
+    is_top = np.arange(p.shape[-1]) == top  # (..., S)
+    rest = np.where(is_top, 0.0, p)  # every weight but the largest
+    one_minus = np.where(is_top, rest.sum(-1, keepdims=True), 1.0 - p)  # 1 - p_i
+    sq = p ** 2
+    others_sq = np.where(is_top, (rest ** 2).sum(-1, keepdims=True),
+                         sq.sum(-1, keepdims=True) - sq)  # sum_{j != i} p_j^2
+    return np.sqrt((sq * one_minus ** 2 + sq * others_sq).sum(-1))
 
 
 def score_std(scores) -> np.ndarray:

@@ -1,0 +1,235 @@
+"""Pictures and widgets of chapters 1 and 2: the library and the size calculator.
+
+Static pictures first (``plot_library``, ``plot_weight_bars``,
+``library_small_multiples``, ``plot_flops_vs_n``: ``ax=None``, return the
+artists, never ``plt.show()``), then the widgets built from them
+(``library_widget``, ``config_calculator``): each function returns the widget,
+the notebook displays it. Bad input shows a message inside the widget.
+"""
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+
+from .config import AttentionConfig
+from .library import (DEMO_QUERY, KEY_AXES, VALUE_AXES, demo_library, hard_lookup,
+                      soft_lookup)
+from .sizes import attention_flops, param_count
+
+QUERY_COLOR, KEY_COLOR = "tab:red", "tab:blue"
+
+
+# ---------------------------------------------------------------- pictures
+def plot_library(library, query, ax=None, weights=None):
+    """Keys as blue arrows from the origin (thicker = more weight), the query in red.
+
+    Arrows are numbered like the books (1 = first title); only the first two
+    key coordinates are drawn. Returns the arrows and labels.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3.6, 3.2))
+    weights = np.full(library.n_books, 0.5) if weights is None else np.asarray(weights)
+    artists = []
+    for i, ((x, y), w) in enumerate(zip(library.keys[:, :2], weights)):
+        artists.append(ax.annotate("", (x, y), (0, 0), arrowprops=dict(
+            arrowstyle="->", color=KEY_COLOR, lw=0.8 + 3 * w, alpha=0.35 + 0.65 * w)))
+        artists.append(ax.text(x, y, f"{i + 1}", fontsize=9, color=KEY_COLOR,
+                               ha="left" if x >= 0 else "right", va="bottom"))
+    qx, qy = np.asarray(query, dtype=float)[:2]
+    artists.append(ax.annotate("", (qx, qy), (0, 0), arrowprops=dict(
+        arrowstyle="-|>", color=QUERY_COLOR, lw=2.5)))
+    artists.append(ax.text(qx, qy, " query", fontsize=9, color=QUERY_COLOR, va="top"))
+    lim = 1.25 * max(np.abs(library.keys[:, :2]).max(), np.abs([qx, qy]).max())
+    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal",
+           xlabel=f"key[0]: {KEY_AXES[0]}", ylabel=f"key[1]: {KEY_AXES[1]}")
+    ax.axhline(0, color="0.85", lw=0.5)
+    ax.axvline(0, color="0.85", lw=0.5)
+    return artists
+
+
+def plot_weight_bars(weights, titles, ax=None, title=None):
+    """Horizontal bars of the weights on a fixed 0..1 axis. Returns the BarContainer."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3, 2.4))
+    weights = np.asarray(weights, dtype=float)
+    bars = ax.barh(range(len(weights)), weights, color=KEY_COLOR)
+    ax.set(xlim=(0, 1), yticks=range(len(weights)), xlabel="weight")
+    ax.set_yticklabels(titles, fontsize=8)
+    ax.invert_yaxis()  # first book on top
+    for i, w in enumerate(weights):
+        ax.text(min(w, 0.8) + 0.02, i, f"{w:.2f}", va="center", fontsize=7)
+    if title is not None:
+        ax.set_title(title, fontsize=9)
+    return bars
+
+
+def numbered_titles(library) -> list:
+    """'1 Title', '2 Title', ...: the labels that match ``plot_library``'s arrows."""
+    return [f"{i + 1} {t}" for i, t in enumerate(library.titles)]
+
+
+def library_small_multiples(library, query, temperatures, axes=None):
+    """The library picture, then one bar chart of weights per temperature.
+
+    axes: ``1 + len(temperatures)`` Axes, or None for a new (9, 3) figure.
+    Returns the list of artists (``artists[0].figure`` is the figure).
+    """
+    if axes is None:
+        _, axes = plt.subplots(1, 1 + len(temperatures), figsize=(9, 3), layout="constrained",
+                               gridspec_kw=dict(width_ratios=[1.5] + [1] * len(temperatures)))
+    artists = plot_library(library, query, ax=axes[0])
+    labels = numbered_titles(library)
+    for i, (t, ax) in enumerate(zip(temperatures, axes[1:])):
+        w = soft_lookup(query, library, t)[1]
+        artists.append(plot_weight_bars(w, labels if i == 0 else [""] * len(w),
+                                        ax=ax, title=f"temperature {t:g}"))
+    return artists
+
+
+def plot_flops_vs_n(config: AttentionConfig, ns, ax=None):
+    """FLOPs of one layer against sequence length n, log-log. Returns the lines.
+
+    Q/K/V projections and W_o grow like n; scores and the weighted sum like n^2.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3))
+    parts = [attention_flops(config, int(n)) for n in ns]
+    series = {"Q, K, V projections": [p["projections"] for p in parts],
+              "scores + weighted sum": [p["scores"] + p["weighted_sum"] for p in parts],
+              "output W_o": [p["output"] for p in parts],
+              "total": [p["total"] for p in parts]}
+    lines = [ax.loglog(ns, y, label=name, lw=2 if name == "total" else 1.2)[0]
+             for name, y in series.items()]
+    ax.set(xlabel="sequence length n", ylabel="FLOPs per layer")
+    ax.legend(fontsize=7)
+    return lines
+
+
+# ---------------------------------------------------------------- widgets
+def weights_html(library, weights, output) -> str:
+    """Weights per book and the blended value as a small HTML table (no scripts)."""
+    rows = "".join(f"<tr><td>{html.escape(t)}</td><td style='text-align:right'>{w:.3f}</td></tr>"
+                   for t, w in zip(library.titles, weights))
+    names = VALUE_AXES if len(output) == len(VALUE_AXES) else range(len(output))
+    mix = ", ".join(f"{n}: {x:.2f}" for n, x in zip(names, output))
+    return (f"<table style='font-family:monospace'>{rows}</table>"
+            f"<div style='font-family:monospace'>output (blended value) = {mix}</div>")
+
+
+def library_widget(library=None, query=None, show_plot: bool = True):
+    """Temperature slider (log scale) and query sliders over the library.
+
+    Returns a ``VBox``; attributes ``temperature``, ``query_x``, ``query_y``
+    (sliders), ``table`` and ``message`` (HTML) let tests drive it.
+    """
+    library = demo_library() if library is None else library
+    query = DEMO_QUERY if query is None else np.asarray(query, dtype=float)
+    temp = widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2, step=0.05,
+                                  description="temperature", readout_format=".2f")
+    qx, qy = (widgets.FloatSlider(value=float(v), min=-2.5, max=2.5, step=0.1,
+                                  description=f"query[{i}]") for i, v in enumerate(query[:2]))
+    table, message, out = widgets.HTML(), widgets.HTML(), widgets.Output()
+
+    def update(_=None):
+        q = np.array([qx.value, qy.value])
+        try:
+            output, weights = soft_lookup(q, library, temp.value)
+        except (ValueError, TypeError) as exc:
+            message.value = f"<b style='color:#b00'>{html.escape(str(exc))}</b>"
+            return
+        best = library.titles[hard_lookup(q, library)]
+        message.value = (f"hard lookup picks <b>{html.escape(best)}</b>; "
+                         f"uniform mix would be {1 / library.n_books:.3f} each")
+        table.value = weights_html(library, weights, output)
+        if show_plot:
+            _redraw(out, library, q, weights, temp.value)
+
+    for w in (temp, qx, qy):
+        w.observe(update, names="value")
+    update()
+    box = widgets.VBox([temp, widgets.HBox([qx, qy]), message, widgets.HBox([table, out])])
+    box.temperature, box.query_x, box.query_y, box.table, box.message = temp, qx, qy, table, message
+    return box
+
+
+def _redraw(out, library, query, weights, temperature):
+    from IPython.display import display
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7, 3), layout="constrained")
+    plot_library(library, query, ax=ax1, weights=weights)
+    plot_weight_bars(weights, numbered_titles(library), ax=ax2,
+                     title=f"temperature {temperature:.2f}")
+    with out:
+        out.clear_output(wait=True)
+        display(fig)
+    plt.close(fig)
+
+
+def size_report(config: AttentionConfig, n: int) -> list:
+    """Rows ``(label, number)`` of parameter counts and FLOPs for one layer at n tokens."""
+    c = config
+    qkv = dict(include_output=False)
+    no_b, with_b = param_count(c, bias=False, **qkv), param_count(c, bias=True, **qkv)
+    flops = attention_flops(c, n)
+    return [
+        (f"one head: W_q, W_k, W_v ({c.d_model}x{c.d_k}, {c.d_model}x{c.d_k}, "
+         f"{c.d_model}x{c.d_v}), no bias", param_count(c, bias=False, per_head=True)),
+        (f"all {c.n_heads} heads: W_q, W_k, W_v, no bias", no_b),
+        ("all heads: W_q, W_k, W_v + their biases", with_b),
+        (f"W_o ({c.n_heads * c.d_v}x{c.d_model}), no bias", param_count(c, bias=False) - no_b),
+        ("whole layer (W_q, W_k, W_v, W_o), no bias", param_count(c, bias=False)),
+        ("whole layer, with biases", param_count(c, bias=True)),
+        (f"this config (bias={c.bias})", param_count(c)),
+        (f"FLOPs Q, K, V projections, n={n}", flops["projections"]),
+        (f"FLOPs scores Q K^T, n={n}", flops["scores"]),
+        (f"FLOPs weights @ V, n={n}", flops["weighted_sum"]),
+        (f"FLOPs output W_o, n={n}", flops["output"]),
+        (f"FLOPs total, n={n}", flops["total"]),
+    ]
+
+
+def report_html(rows) -> str:
+    """``size_report`` rows as an HTML table with thousands separators."""
+    body = "".join(f"<tr><td>{html.escape(label)}</td>"
+                   f"<td style='text-align:right;padding-left:12px'>{value:,}</td></tr>"
+                   for label, value in rows)
+    return f"<table style='font-family:monospace'>{body}</table>"
+
+
+def config_calculator(d_model: int = 768, n_heads: int = 12, n: int = 512):
+    """Boxes for d_model, n_heads, d_k, d_v (0 = d_model / n_heads), bias and n.
+
+    Shows parameter counts and FLOPs (via ``qkv_viz.sizes``). An invalid config
+    shows AttentionConfig's message and keeps the last good table. Returns a
+    ``VBox`` with attributes ``boxes`` (dict name -> widget), ``table`` and
+    ``message`` (HTML) for tests.
+    """
+    ints = dict(d_model=d_model, n_heads=n_heads, d_k=0, d_v=0, n=n)
+    boxes = {name: widgets.IntText(value=v, description=name, layout=widgets.Layout(width="170px"))
+             for name, v in ints.items()}
+    boxes["bias"] = widgets.Checkbox(value=True, description="bias")
+    table, message = widgets.HTML(), widgets.HTML()
+
+    def update(_=None):
+        v = {name: box.value for name, box in boxes.items()}
+        try:
+            config = AttentionConfig(d_model=v["d_model"], n_heads=v["n_heads"],
+                                     d_k=v["d_k"] or None, d_v=v["d_v"] or None, bias=v["bias"])
+            rows = size_report(config, v["n"])
+        except (ValueError, TypeError) as exc:
+            message.value = f"<b style='color:#b00'>{html.escape(str(exc))}</b>"
+            return
+        message.value = (f"d_k = {config.d_k}, d_v = {config.d_v} "
+                         f"(0 in a box means d_model / n_heads)")
+        table.value = report_html(rows)
+
+    for box in boxes.values():
+        box.observe(update, names="value")
+    update()
+    grid = widgets.HBox([widgets.VBox(list(boxes.values())[:3]),
+                         widgets.VBox(list(boxes.values())[3:])])
+    widget = widgets.VBox([grid, message, table])
+    widget.boxes, widget.table, widget.message = boxes, table, message
+    return widget

@@ -229,6 +229,40 @@ CLOSE_JS = """async () => {
   w.context.model.dirty = false;
   w.dispose();
 }"""
+# Pixel watch on a widget: the biggest <canvas> inside the element (ipympl), else its <img>.
+PIXELS_JS = """() => { window.__qkvPixels = (sel) => {
+  const root = window.__qkv.widget.node.querySelector(sel);
+  if (!root) throw new Error('no element ' + sel + ' in the notebook');
+  const canvases = [...root.querySelectorAll('canvas')];
+  if (!canvases.length) { const img = root.querySelector('img'); return () => img ? img.src : ''; }
+  const c = canvases.reduce((a, b) => (b.width * b.height > a.width * a.height ? b : a));
+  const ctx = c.getContext('2d');
+  return () => {            // a strided hash of the pixels: cheap enough for every frame
+    const d = new Uint32Array(ctx.getImageData(0, 0, c.width, c.height).data.buffer);
+    let h = 2166136261;
+    for (let i = 0; i < d.length; i += 7) h = Math.imul(h ^ d[i], 16777619);
+    return c.width + 'x' + c.height + ':' + (h >>> 0);
+  };
+}; }"""
+HASH_JS = "(sel) => window.__qkvPixels(sel)()"
+# Arm before a key press: resolves with ms from the keydown to the first animation frame
+# whose pixels differ (null after timeout_ms).
+WATCH_JS = """([sel, timeoutMs]) => {
+  const pixels = window.__qkvPixels(sel), before = pixels();
+  let tKey = null;
+  const onKey = (e) => { if (tKey === null) tKey = e.timeStamp; };
+  document.addEventListener('keydown', onKey, true);
+  window.__qkvWatch = new Promise((resolve) => {
+    const t0 = performance.now();
+    const done = (v) => { document.removeEventListener('keydown', onKey, true); resolve(v); };
+    const tick = (now) => {
+      if (tKey !== null && pixels() !== before) return done(now - tKey);
+      if (performance.now() - t0 > timeoutMs) return done(null);
+      requestAnimationFrame(tick);
+    };
+    requestAnimationFrame(tick);
+  });
+}"""
 
 
 class Book:
@@ -250,6 +284,12 @@ class Book:
         page.goto(self.server.url)
         page.wait_for_function("() => window.jupyterapp !== undefined", timeout=timeout_ms)
         page.evaluate("async () => { await window.jupyterapp.restored; }")
+        page.evaluate(PIXELS_JS)
+
+    def clear(self) -> None:
+        """Forget console errors, page errors and requests seen so far."""
+        for seen in (self.console_errors, self.page_errors, self.external_requests):
+            seen.clear()
 
     def _check_url(self, url: str) -> None:
         if not is_loopback(url):
@@ -281,6 +321,17 @@ class Book:
         found += [f"page error: {e}" for e in self.page_errors]
         found += [f"request to a non-loopback host: {u}" for u in self.external_requests]
         return found
+
+    def pixels(self, selector: str) -> str:
+        """A hash of the pixels shown by the widget ``selector`` (canvas or image)."""
+        return self.page.evaluate(HASH_JS, selector)
+
+    def key_to_pixels_ms(self, selector: str, key: str, timeout_ms: int = 5000):
+        """Press ``key`` (focus must be set) and return the ms until ``selector``'s
+        pixels change on screen, or None if they did not change within timeout_ms."""
+        self.page.evaluate(WATCH_JS, [selector, timeout_ms])
+        self.page.keyboard.press(key)
+        return self.page.evaluate("() => window.__qkvWatch")
 
     def close(self) -> None:
         """Shut the notebook's kernel down and close its tab."""

@@ -28,3 +28,9 @@ def test_blend():
     fb = ch01.check_blend(demo_library().values.mean(axis=0))
     assert not fb and f"{out[0]:.2f}" not in fb.message
     assert not ch01.check_blend([1.0, 2.0])
+
+
+def test_none_asks_for_an_answer():
+    for check in (ch01.check_hard_pick, ch01.check_hot_weight, ch01.check_blend):
+        fb = check(None)
+        assert not fb and "Replace None" in fb.message

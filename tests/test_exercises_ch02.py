@@ -29,3 +29,10 @@ def test_projection_flops():
     expected = projection_flops(BERT_BASE, 128)
     assert ch02.check_projection_flops(expected)
     _no_answer(ch02.check_projection_flops(expected // 2), expected)  # one multiply-add = 1 FLOP
+
+
+def test_none_asks_for_an_answer():
+    for check in (ch02.check_value_shape, ch02.check_transformer_base_params,
+                  ch02.check_projection_flops):
+        fb = check(None)
+        assert not fb and "Replace None" in fb.message

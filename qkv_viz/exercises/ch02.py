@@ -5,11 +5,15 @@ from ..config import BERT_BASE, AttentionConfig
 from ..sizes import param_count, projection_flops
 from . import Feedback, check_close
 
+NO_ANSWER = "Replace None with your answer, then run the cell again."
+
 TRANSFORMER_BASE = AttentionConfig(d_model=512, n_heads=8)  # "Attention Is All You Need", base
 
 
 def _exact(answer, expected: int, hint: str) -> Feedback:
     """Integer counts must match exactly (1% tolerance would accept a missed bias)."""
+    if answer is None:
+        return Feedback(False, NO_ANSWER)
     if isinstance(answer, bool):
         return Feedback(False, f"Give a number. Hint: {hint}")
     return check_close(answer, expected, rtol=0, atol=0.5, hint=hint,
@@ -19,6 +23,8 @@ def _exact(answer, expected: int, hint: str) -> Feedback:
 def check_value_shape(answer) -> Feedback:
     """Shape of V = X @ W_v for X (10, 768) and W_v (768, 32): a tuple."""
     hint = "X @ W has the rows of X and the columns of W."
+    if answer is None:
+        return Feedback(False, NO_ANSWER)
     try:
         shape = tuple(int(s) for s in answer)
     except (TypeError, ValueError):

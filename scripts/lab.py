@@ -1,27 +1,34 @@
 """Start JupyterLab on the book, safely and offline.
 
 Used by ``make lab`` and by the browser test. Listens on 127.0.0.1 only,
-keeps token authentication on (a random token unless one is given), turns
-off JupyterLab's news feed and update check, and adds ``--allow-root`` only
-when run as root (JupyterLab refuses root otherwise).
+keeps token authentication on (Jupyter's own random token, printed in the
+URL it logs, unless a token is given), turns off JupyterLab's news feed,
+update check and PyPI extension search, and adds ``--allow-root`` only when
+run as root (JupyterLab refuses root otherwise).
 """
 from __future__ import annotations
 
 import os
-import secrets
 import sys
 
 
 def lab_argv(notebook_dir: str, port: int | None = None, token: str | None = None,
              open_browser: bool = True) -> list:
-    """The ``jupyter lab`` command line for the book."""
-    token = token or secrets.token_hex(24)
+    """The ``jupyter lab`` command line for the book.
+
+    ``token=None`` lets Jupyter generate a random one and print it; tests pass
+    their own (e.g. ``secrets.token_hex(24)``) to log in.
+    """
     argv = [sys.executable, "-m", "jupyterlab",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.root_dir={notebook_dir}",
-            f"--IdentityProvider.token={token}",
             "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.extension_manager=readonly"]
+    if token is not None:
+        if not token:
+            raise ValueError("token must not be empty: the book never runs without authentication")
+        argv.append(f"--IdentityProvider.token={token}")
     if port is not None:
         argv += [f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
     if not open_browser:

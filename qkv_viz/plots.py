@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import NullLocator
 
 from ._checks import as_array
 
@@ -149,6 +150,9 @@ def metric_vs_dk(d_ks, values_scaled, values_unscaled, ax=None, label="metric", 
     (line_s,) = ax.plot(d_ks, scaled, "o-", ms=3, label=r"scaled $1/\sqrt{d_k}$")
     (line_u,) = ax.plot(d_ks, unscaled, "s--", ms=3, label="unscaled")
     ax.set_xscale("log", base=2)
+    ticks = d_ks[::2] if d_ks.size > 6 else d_ks
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])  # plain 1, 4, 16 ... rather than 2^k
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("$d_k$")
     ax.set_ylabel(label)
     ax.legend(fontsize=8)

@@ -131,3 +131,17 @@ def score_spread(model: RealModel, trace: Trace) -> dict:
     raw = np.stack([score_std(raw_scores(model, trace, l)).mean(axis=-1)  # (H, T) -> (H,)
                     for l in range(model.config.n_layers)])  # (L, H)
     return {"raw": raw, "scaled": raw / np.sqrt(model.config.d_k)}
+
+
+def head_patterns(trace: Trace) -> dict:
+    """Where each head's weight goes, averaged over queries: (L, H) arrays.
+
+    ``special``: on [CLS] and [SEP] (first and last token); ``previous`` /
+    ``self`` / ``next``: on the key one before / at / one after the query.
+    """
+    w = trace.weights  # (L, H, T, T)
+    T = w.shape[-1]
+    return {"special": (w[..., 0] + w[..., -1]).mean(axis=-1),  # (L, H, T) -> (L, H)
+            "previous": np.diagonal(w, offset=-1, axis1=-2, axis2=-1).sum(axis=-1) / T,
+            "self": np.diagonal(w, axis1=-2, axis2=-1).mean(axis=-1),
+            "next": np.diagonal(w, offset=1, axis1=-2, axis2=-1).sum(axis=-1) / T}

@@ -10,6 +10,7 @@ import html
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+import numpy as np
 from IPython.display import display
 
 from .plots import head_grid
@@ -22,17 +23,17 @@ def head_grid_figure(trace, layer: int, ncols: int = 6):
     H = weights.shape[0]
     eff = head_sharpness(trace)["effective_tokens"][layer]  # (H,)
     nrows = -(-H // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.3 * ncols, 2.4 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(1.6 * ncols + 0.6, 1.6 * nrows + 0.8), squeeze=False)
     titles = [f"head {h}: {eff[h]:.1f} tok" for h in range(H)]
     head_grid(weights, tokens_q=trace.tokens, tokens_k=trace.tokens, axes=axes, titles=titles)
-    for ax in axes.ravel():
-        ax.tick_params(labelsize=6)
+    for (row, col), ax in np.ndenumerate(axes):  # token labels on the outer panels only
+        ax.tick_params(labelsize=6, labelleft=col == 0, labelbottom=row == nrows - 1)
         ax.title.set_fontsize(8)
         ax.set_xlabel("")
         ax.set_ylabel("")
     fig.suptitle(f"layer {layer}: attention weights of every head (rows: queries, columns: keys)",
                  fontsize=9)
-    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.14, top=0.88, wspace=0.55, hspace=0.7)
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.14, top=0.88, wspace=0.08, hspace=0.25)
     plt.close(fig)
     return fig
 

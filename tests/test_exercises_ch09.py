@@ -14,6 +14,13 @@ def _no_answer_in(fb, answer):
     assert str(answer) not in fb.message
 
 
+def test_none_asks_for_an_answer():
+    eff = np.ones((6, 12))
+    for fb in (ch09.check_layer_params(None), ch09.check_scale_factor(None),
+               ch09.check_sharpest_head(None, eff)):
+        assert not fb and "Replace None" in fb.message
+
+
 def test_layer_params():
     right = param_count(MINILM)
     assert ch09.check_layer_params(right)

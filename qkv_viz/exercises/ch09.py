@@ -6,6 +6,7 @@ import numpy as np
 from . import Feedback, check_close
 
 MINILM = {"d_model": 384, "n_heads": 12, "n_layers": 6}
+NO_ANSWER = "Replace None with your answer, then run the cell again."
 
 
 def check_layer_params(answer) -> Feedback:
@@ -15,6 +16,8 @@ def check_layer_params(answer) -> Feedback:
     expected = 4 * d * d + 4 * d
     hint = ("each of the four projections maps d_model numbers to d_model numbers, "
             "and each has one bias vector; d_model = 384.")
+    if answer is None:
+        return Feedback(False, NO_ANSWER)
     if not _is_number(answer):
         return Feedback(False, f"Give one integer. Hint: {hint}")
     if answer == 4 * d * d:
@@ -29,6 +32,8 @@ def check_scale_factor(answer) -> Feedback:
     """The number all-MiniLM-L6-v2 divides q . k by (2 decimals)."""
     d_k = MINILM["d_model"] // MINILM["n_heads"]
     hint = "the divisor is sqrt(d_k), and d_k = d_model / n_heads for this model."
+    if answer is None:
+        return Feedback(False, NO_ANSWER)
     if _is_number(answer) and abs(answer - 8.0) < 1e-9:
         return Feedback(False, "8 = sqrt(64) is BERT-base's factor; this model's heads are "
                                "narrower. Hint: " + hint)
@@ -47,6 +52,8 @@ def check_sharpest_head(answer, effective_tokens) -> Feedback:
     eff = np.asarray(effective_tokens, dtype=float)
     hint = ("look for the smallest entry of the (layers, heads) array; "
             "np.argmin gives a flat index and np.unravel_index turns it into (layer, head).")
+    if answer is None:
+        return Feedback(False, NO_ANSWER)
     try:
         layer, head = (int(a) for a in answer)
     except (TypeError, ValueError):

@@ -142,7 +142,10 @@ def _load_with_transformers(name: str) -> RealModel:
     """Slow path for model names (and directories without safetensors), via transformers."""
     try:
         from transformers import AutoModel, AutoTokenizer
-
+    except ImportError as exc:
+        raise ImportError(f"path={name!r} is not a local directory with model.safetensors; loading it "
+                          "by name needs transformers: pip install -e '.[real]'") from exc
+    try:
         module = AutoModel.from_pretrained(name)
         tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True)
     except (OSError, ValueError) as exc:

@@ -18,9 +18,12 @@ saves a new background.
 from __future__ import annotations
 
 import io
+import sys
+import warnings
 from functools import lru_cache
 
 import ipywidgets as widgets
+import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -47,10 +50,28 @@ def _encode_png(rgba: np.ndarray) -> bytes:
         return out.getvalue()
 
 
+def import_ipympl():
+    """Import ipympl's backend module WITHOUT switching pyplot's backend.
+
+    ``import ipympl`` calls ``matplotlib.use("module://ipympl.backend_nbagg")``
+    when matplotlib is already imported, which would turn every later static
+    (inline) figure of the notebook into a widget. We only want its Canvas.
+    """
+    if "ipympl" not in sys.modules:
+        use, matplotlib.use = matplotlib.use, lambda *args, **kwargs: None
+        try:
+            import ipympl  # noqa: F401
+        finally:
+            matplotlib.use = use
+    import ipympl.backend_nbagg
+
+    return ipympl.backend_nbagg
+
+
 @lru_cache(maxsize=1)
 def _fast_canvas_class():
     """ipympl's Canvas with a cheaper frame encoder (same front-end model)."""
-    from ipympl.backend_nbagg import Canvas
+    Canvas = import_ipympl().Canvas
 
     class FastCanvas(Canvas):
         def get_diff_image(self):
@@ -74,10 +95,11 @@ def _fast_canvas_class():
 
 def _ipympl_canvas(fig: Figure):
     """Attach an ipympl Canvas to ``fig`` (no pyplot, no global backend switch)."""
-    from ipympl.backend_nbagg import FigureManager
-
+    FigureManager = import_ipympl().FigureManager
     canvas = _fast_canvas_class()(fig)
-    FigureManager(canvas, id(fig))  # the manager pushes rendered frames to the browser
+    with warnings.catch_warnings():  # ipympl's Toolbar trips a traitlets DeprecationWarning
+        warnings.simplefilter("ignore", DeprecationWarning)
+        FigureManager(canvas, id(fig))  # the manager pushes rendered frames to the browser
     canvas.header_visible = False
     canvas.footer_visible = False
     canvas.toolbar_visible = False

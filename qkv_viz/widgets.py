@@ -41,7 +41,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from .explorer import D_KS, METRICS, check_settings, dk_curves, head_attention
-from .explorer_view import METRIC_LABELS, ExplorerFigure
+from .explorer_view import METRIC_LABELS, ExplorerFigure, import_ipympl
 
 BACKENDS = ("auto", "ipympl", "png")
 _CURVE_KEYS = ("n", "seed", "temperature", "head")  # a change here recomputes the d_k curves
@@ -67,7 +67,7 @@ def pick_backend(backend: str = "auto") -> str:
     if not _in_kernel():
         return "png"
     try:
-        import ipympl.backend_nbagg  # noqa: F401
+        import_ipympl()
     except Exception:  # not installed or broken: the PNG path always works
         return "png"
     return "ipympl"

@@ -10,8 +10,6 @@ from qkv_viz import explorer as E  # noqa: E402
 from qkv_viz import scaled_dot_product_attention, summarize  # noqa: E402
 from qkv_viz.widgets import pick_backend, scaling_explorer  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings(  # raised inside ipympl's Toolbar, not ours
-    "ignore:Passing unrecognized arguments:DeprecationWarning")
 BACKENDS = ["png", "ipympl"]  # an ipympl Canvas works without a kernel (dummy comm)
 
 
@@ -132,6 +130,9 @@ def test_blitted_frame_equals_a_full_redraw(backend):
 
 def test_ipympl_canvas_is_bare_and_pushes_frames():
     ex = scaling_explorer(n=16, backend="ipympl")
+    # `import ipympl` switches pyplot to ipympl unless prevented; the book's static
+    # figures must stay static (here: Agg, set at the top of this module)
+    assert "ipympl" not in matplotlib.get_backend()
     canvas = ex.canvas
     assert not canvas.header_visible and not canvas.footer_visible
     assert canvas.toolbar_visible is False and canvas.resizable is False
@@ -181,3 +182,22 @@ def test_draw_uses_prefix_columns_of_one_wide_draw():
     np.testing.assert_array_equal(q8, q1024[..., :8])
     np.testing.assert_array_equal(k8, k1024[..., :8])
     assert not np.array_equal(q8, k8)
+
+
+def test_auto_picks_ipympl_inside_a_kernel():
+    """Executed by a real Jupyter kernel (nbclient): "auto" must choose ipympl there."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    code = ("from qkv_viz.widgets import scaling_explorer\n"
+            "ex = scaling_explorer(n=8, d_k=2)\n"
+            "ex.d_k.value = 128\n"
+            "print(ex.backend, type(ex.canvas).__mro__[1].__name__, ex.image.get_array().shape, "
+            "repr(ex.message.value))\n"
+            "ex")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nbclient.NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+    outputs = nb.cells[0].outputs
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert text.split() == ["ipympl", "Canvas", "(8,", "8)", "''"]
+    shown = [o for o in outputs if o.output_type == "execute_result"]
+    assert "application/vnd.jupyter.widget-view+json" in shown[0].data

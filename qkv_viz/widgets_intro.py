@@ -128,7 +128,8 @@ def library_widget(library=None, query=None, show_plot: bool = True):
     library = demo_library() if library is None else library
     query = DEMO_QUERY if query is None else np.asarray(query, dtype=float)
     temp = widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2, step=0.05,
-                                  description="temperature", readout_format=".2f")
+                                  description="temperature", readout_format=".2f",
+                                  style={"description_width": "initial"})
     qx, qy = (widgets.FloatSlider(value=float(v), min=-2.5, max=2.5, step=0.1,
                                   description=f"query[{i}]") for i, v in enumerate(query[:2]))
     table, message, out = widgets.HTML(), widgets.HTML(), widgets.Output()
@@ -151,6 +152,8 @@ def library_widget(library=None, query=None, show_plot: bool = True):
         w.observe(update, names="value")
     update()
     box = widgets.VBox([temp, widgets.HBox([qx, qy]), message, widgets.HBox([table, out])])
+    for w, name in ((box, "library"), (temp, "temperature"), (table, "weights"), (out, "figure")):
+        w.add_class(f"qkv-{name}")  # CSS hooks for browser tests
     box.temperature, box.query_x, box.query_y, box.table, box.message = temp, qx, qy, table, message
     return box
 
@@ -219,7 +222,8 @@ def config_calculator(d_model: int = 768, n_heads: int = 12, n: int = 512):
                                      d_k=v["d_k"] or None, d_v=v["d_v"] or None, bias=v["bias"])
             rows = size_report(config, v["n"])
         except (ValueError, TypeError) as exc:
-            message.value = f"<b style='color:#b00'>{html.escape(str(exc))}</b>"
+            message.value = (f"<b style='color:#b00'>{html.escape(str(exc))}</b><br>"
+                             "(the table still shows the last valid shape)")
             return
         message.value = (f"d_k = {config.d_k}, d_v = {config.d_v} "
                          f"(0 in a box means d_model / n_heads)")
@@ -231,5 +235,7 @@ def config_calculator(d_model: int = 768, n_heads: int = 12, n: int = 512):
     grid = widgets.HBox([widgets.VBox(list(boxes.values())[:3]),
                          widgets.VBox(list(boxes.values())[3:])])
     widget = widgets.VBox([grid, message, table])
+    for w, name in ((widget, "calculator"), (message, "calc-message"), (table, "calc-table")):
+        w.add_class(f"qkv-{name}")  # CSS hooks for browser tests
     widget.boxes, widget.table, widget.message = boxes, table, message
     return widget

@@ -76,3 +76,11 @@ def test_calculator_updates_and_survives_bad_configs():
     assert "n must be" in w.message.value
     w.boxes["n"].value = 16
     assert "n must be" not in w.message.value
+
+
+def test_library_widget_with_plot_closes_its_figures():
+    w = library_widget()
+    w.temperature.value = 0.5
+    assert plt.get_fignums() == []  # each redraw closes the figure it made
+    weights = soft_lookup(DEMO_QUERY, demo_library(), 0.5)[1]
+    assert f"{weights.max():.3f}" in w.table.value

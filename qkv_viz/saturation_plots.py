@@ -102,21 +102,25 @@ def attention_snapshots(runs: dict, kind: str = "weights"):
     return fig
 
 
-def debug_panel(result, step: int = 0, name: str = ""):
+def debug_panel(result, step: int = 0, name: str = "", limit: float = 5.0):
     """Debug like the article: scores before softmax, weights after, and the scores' spread.
 
-    Three axes: scores heatmap, weights heatmap, histogram of all scores. Returns the figure.
+    Three axes: scores heatmap on the fixed range [-limit, limit] (so runs can be
+    compared by colour: saturated runs hit the ends, flat runs stay white), weights
+    heatmap (0..1), histogram of all scores. Returns the figure.
     """
     if step not in result.snapshots:
         raise ValueError(f"no snapshot at step {step}; have {sorted(result.snapshots)}")
     scores, weights = result.snapshots[step]
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(9, 2.7), constrained_layout=True)
-    scores_heatmap(scores, ax=a, annotate=False, title=f"{name} Q.K^T (scaled), step {step}")
-    attention_heatmap(weights, ax=b, annotate=False, title="softmax weights")
-    for ax in (a, b):
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(9.5, 2.7), constrained_layout=True)
+    im_s = scores_heatmap(scores, ax=a, annotate=False, limit=limit,
+                          title=f"{name}: scores c*QK^T, step {step}")
+    im_w = attention_heatmap(weights, ax=b, annotate=False, title="weights after softmax")
+    for ax, im in ((a, im_s), (b, im_w)):
         _mark_targets(ax, result.targets)
+        fig.colorbar(im, ax=ax, shrink=0.85)
         ax.title.set_fontsize(9)
     c.hist(scores.ravel(), bins=30, color=COLORS.get(name, "gray"))
     c.set_xlabel("score")
-    c.set_title(f"score std {scores.std(axis=-1).mean():.2g}", fontsize=9)
+    c.set_title(f"all scores: row std {scores.std(axis=-1).mean():.2g}", fontsize=9)
     return fig

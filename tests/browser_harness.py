@@ -275,7 +275,7 @@ class Book:
     def start(self, timeout_ms: int = 60_000) -> None:
         page = self.page
         page.on("console", lambda m: m.type == "error" and self.console_errors.append(
-            f"{m.text} ({m.location.get('url', '')})"))
+            f"{m.text[:300]} ({m.location.get('url', '')[:200]})"))
         page.on("pageerror", lambda e: self.page_errors.append(str(e)))
         page.on("websocket", lambda ws: self._check_url(ws.url))
         page.context.on("request", lambda r: self._check_url(r.url))

@@ -18,7 +18,7 @@ from browser_harness import REPO, chromium_path, lab_browser, lab_server
 
 pytestmark = pytest.mark.browser
 
-NOTEBOOKS = REPO / "notebooks"
+NOTEBOOKS = pathlib.Path(os.environ.get("QKV_BROWSER_NOTEBOOKS", REPO / "notebooks"))
 SCALING = "04_scaling_and_saturation.ipynb"
 ARTIFACTS = REPO / "artifacts" / "browser"
 CHAPTERS = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.name != SCALING)
@@ -59,5 +59,111 @@ def _run_clean(book, name: str) -> None:
 def test_chapter_runs_clean_in_jupyterlab(book, name):
     try:
         _run_clean(book, name)
+    finally:
+        book.close()
+
+
+# --- the scaling explorer ---------------------------------------------------------
+
+def _weight_pixels(png: bytes) -> np.ndarray:
+    """Colormap value (0..1) of every pixel of a screenshot, NaN where the colour is
+    not on the colormap (background, text, axes)."""
+    import matplotlib
+    import matplotlib.image as mpimg
+    rgb = mpimg.imread(io.BytesIO(png), format="png")[::2, ::2, :3].astype(np.float32)
+    table = matplotlib.colormaps[HEATMAP_CMAP](np.linspace(0, 1, 256))[:, :3].astype(np.float32)
+    flat = rgb.reshape(-1, 3)  # (P, 3)
+    d2 = (flat ** 2).sum(1)[:, None] - 2 * flat @ table.T + (table ** 2).sum(1)[None]  # (P, 3) @ (3, 256) -> (P, 256)
+    values = d2.argmin(1) / 255.0
+    values[d2.min(1) > 0.03 ** 2 * 3] = np.nan
+    return values.reshape(rgb.shape[:2])
+
+
+def _widest_run(mask: np.ndarray) -> slice:
+    """The longest run of True in a 1-D mask."""
+    best, start = (0, 0), None
+    for i, m in enumerate(np.append(mask, False)):
+        if m and start is None:
+            start = i
+        elif not m and start is not None:
+            best, start = max(best, (i - start, start)), None
+    return slice(best[1], best[1] + best[0])
+
+
+def heatmap_region(png: bytes) -> np.ndarray:
+    """Colormap values inside the heatmap image (the widest block of colormap pixels:
+    a colorbar beside it is narrower, lines and text are sparse)."""
+    values = _weight_pixels(png)
+    on_map = ~np.isnan(values)
+    cols = _widest_run(on_map.sum(0) >= 0.5 * on_map.sum(0).max())
+    rows = _widest_run(on_map[:, cols].sum(1) >= 0.5 * (cols.stop - cols.start))
+    region = values[rows, cols]
+    assert region.size >= 100, "no heatmap found in the explorer's screenshot"
+    return region
+
+
+def one_hot_share(region: np.ndarray) -> float:
+    """Share of heatmap pixels that are neither ~0 nor ~1 (0 for a one-hot map)."""
+    seen = region[~np.isnan(region)]
+    return float(np.mean((seen > 0.1) & (seen < 0.9)))
+
+
+def _click_toggle(toggle) -> bool:
+    """Flip the scaling ToggleButton with the mouse; return the new state (True = scaled)."""
+    was_on = "mod-active" in (toggle.get_attribute("class") or "")
+    toggle.click()
+    return not was_on
+
+
+def _changed(book, readouts, what: str, act) -> None:
+    """Do ``act()``; fail unless the heatmap's pixels and the readouts both change."""
+    pixels, text = book.pixels(HEATMAP), readouts.inner_text()
+    act()
+    for _ in range(100):
+        if book.pixels(HEATMAP) != pixels and readouts.inner_text() != text:
+            return
+        book.page.wait_for_timeout(100)
+    pytest.fail(f"{what}: heatmap pixels changed: {book.pixels(HEATMAP) != pixels}, "
+                f"readouts changed: {readouts.inner_text() != text}")
+
+
+def _explorer(book):
+    """Locators of the (first) scaling explorer in the open notebook."""
+    page = book.page
+    box = page.locator(".jp-OutputArea-output").filter(has=page.locator(HEATMAP)).first
+    box.scroll_into_view_if_needed()
+    return (box, box.locator(f"{SLIDER} .noUi-handle"), box.locator(TOGGLE),
+            box.locator(READOUTS), box.locator(HEATMAP))
+
+
+def test_scaling_explorer_in_jupyterlab(book):
+    """Keyboard on the d_k slider, mouse on the scaling toggle: pixels and readouts move;
+    at the largest d_k without scaling the map is one-hot, with scaling it is not."""
+    if not (NOTEBOOKS / SCALING).exists():
+        _skip_or_fail(f"notebooks/{SCALING} not written yet")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    key = book.page.keyboard
+    try:
+        _run_clean(book, SCALING)
+        box, handle, toggle, readouts, heatmap = _explorer(book)
+        box.screenshot(path=ARTIFACTS / "explorer_before.png")
+        handle.focus()
+        _changed(book, readouts, "d_k slider, ArrowRight key", lambda: key.press("ArrowRight"))
+        box.screenshot(path=ARTIFACTS / "explorer_after_slider.png")
+        state = {}
+        _changed(book, readouts, "scaling toggle, mouse click",
+                 lambda: state.update(on=_click_toggle(toggle)))
+        handle.focus()
+        _changed(book, readouts, "d_k slider, End key", lambda: key.press("End"))
+        share = {state["on"]: one_hot_share(heatmap_region(heatmap.screenshot()))}
+        box.screenshot(path=ARTIFACTS / f"explorer_largest_dk_scaled_{state['on']}.png")
+        _changed(book, readouts, "scaling toggle at the largest d_k",
+                 lambda: state.update(on=_click_toggle(toggle)))
+        share[state["on"]] = one_hot_share(heatmap_region(heatmap.screenshot()))
+        box.screenshot(path=ARTIFACTS / f"explorer_largest_dk_scaled_{state['on']}.png")
+        assert share[False] < 0.05, f"unscaled map at the largest d_k is not one-hot: {share}"
+        assert share[True] > 0.05, f"scaled map at the largest d_k looks one-hot too: {share}"
+        problems = book.problems()
+        assert not problems, "while using the explorer:\n" + "\n".join(problems)
     finally:
         book.close()

@@ -156,7 +156,9 @@ def test_plots_draw(three):
     fig2 = sp.attention_snapshots(three)
     assert len(fig2.axes) == 9 and fig2.axes[0].images[0].get_clim() == (0.0, 1.0)
     fig3 = sp.debug_panel(three["unscaled"], step=0, name="unscaled")
-    assert len(fig3.axes) == 3
+    assert len(fig3.axes) == 5  # scores, weights, histogram + two colour bars
+    assert fig3.axes[0].images[0].get_clim() == (-5.0, 5.0)
+    assert fig3.axes[1].images[0].get_clim() == (0.0, 1.0)
     artists = sp.grad_histogram(three)
     assert len(artists) == 3
     with pytest.raises(ValueError):

@@ -18,6 +18,7 @@ saves a new background.
 from __future__ import annotations
 
 import io
+from base64 import b64encode
 import sys
 import warnings
 from functools import lru_cache
@@ -90,6 +91,17 @@ def _fast_canvas_class():
             self._force_full = self._png_is_old = False
             return _encode_png(output.view(np.uint8).reshape((*output.shape, 4)))
 
+        def send_binary(self, data):
+            # Until a browser view says "initialized", ipympl keeps the whole frame in
+            # the `_data_url` trait, but as bare base64 while its front end expects a
+            # "data:" URL (it only adds the prefix in Canvas._repr_mimebundle_, never
+            # called for a canvas inside a Box). A bare string is a broken image that
+            # stops the view from loading, so we store the full URL.
+            if self.syncing_data_url:
+                frame = self._last_buff.view(np.uint8).reshape((*self._last_buff.shape, 4))
+                self._data_url = "data:image/png;base64," + b64encode(_encode_png(frame)).decode()
+            self.send({"data": '{"type": "binary"}'}, buffers=[data])
+
     return FastCanvas
 
 
@@ -104,6 +116,7 @@ def _ipympl_canvas(fig: Figure):
     canvas.footer_visible = False
     canvas.toolbar_visible = False
     canvas.resizable = False
+    canvas._size = tuple(fig.bbox.size)  # CSS pixels (ipympl sets it only when shown alone)
     return canvas
 
 

@@ -41,7 +41,7 @@ def mystery_scores(seed: int = 5) -> np.ndarray:
     """Scores (16, 16) from a model the exercise asks you to diagnose (seeded).
 
     16 tokens with unit-variance embeddings (d_model 256) projected by W_q, W_k
-    (256, 64) drawn with a small std, then scaled by 1/sqrt(d_k) as in the paper.
+    (256, 64) from an initialisation you are not told, then scaled by 1/sqrt(d_k).
     """
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((16, 256))  # (T, d_model)

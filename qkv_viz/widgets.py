@@ -73,6 +73,10 @@ def pick_backend(backend: str = "auto") -> str:
     return "ipympl"
 
 
+def _scale_label(on: bool) -> str:
+    return "scaled by 1/\u221ad_k" if on else "unscaled (click to scale)"
+
+
 def _controls(n, d_k, scale, temperature, seed, n_heads):
     """The input widgets, keyed by setting name, each with its CSS class."""
     style = {"description_width": "initial"}
@@ -80,8 +84,9 @@ def _controls(n, d_k, scale, temperature, seed, n_heads):
     c = {
         "d_k": widgets.SelectionSlider(options=[(str(d), d) for d in D_KS], value=d_k,
                                        description="d_k", continuous_update=True),
-        "scale": widgets.ToggleButton(value=bool(scale), description="scale by 1/\u221ad_k",
-                                      layout=widgets.Layout(width="150px")),
+        "scale": widgets.ToggleButton(value=bool(scale), description=_scale_label(scale),
+                                      tooltip="divide the scores by sqrt(d_k)",
+                                      layout=widgets.Layout(width="170px")),
         "temperature": widgets.FloatText(value=temperature, description="temperature",
                                          style=style, layout=small, step=0.1),
         "n": widgets.IntText(value=n, description="tokens n", style=style, layout=small),
@@ -138,7 +143,8 @@ class ScalingExplorer:
                                    self.backend)
         self.figure, self.image, self.canvas = self.view.figure, self.view.image, self.view.widget
         self.canvas.add_class("qkv-heatmap")
-        self.readouts = widgets.HTML(readouts_html(self.metrics, n, d_k, scale))
+        self.readouts = widgets.HTML(readouts_html(self.metrics, n, d_k, scale),
+                                     layout=widgets.Layout(margin="0 0 0 12px"))
         self.readouts.add_class("qkv-readouts")
         self.message = widgets.HTML("")
         self.message.add_class("qkv-message")
@@ -190,6 +196,7 @@ class ScalingExplorer:
         else:
             self.view.step(self.weights, self.curves, new["d_k"], new["scale"], new["metric"])
         self.readouts.value = readouts_html(self.metrics, new["n"], new["d_k"], new["scale"])
+        self.scale.description = _scale_label(new["scale"])
 
     def _show_error(self, text: str):
         self.message.value = f"<span style='color:#b00020'>\u26a0 {text}</span>"

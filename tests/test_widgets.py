@@ -48,6 +48,7 @@ def test_controls_drive_the_picture(backend):
     assert_shows(ex, n=8, d_k=256)
     ex.scale.value = False
     assert_shows(ex, n=8, d_k=256, scale=False)
+    assert "unscaled" in ex.scale.description and "no scaling" in ex.readouts.value
     ex.temperature.value = 2.5
     assert_shows(ex, n=8, d_k=256, scale=False, temperature=2.5)
     ex.seed.value = 7
@@ -136,6 +137,9 @@ def test_ipympl_canvas_is_bare_and_pushes_frames():
     canvas = ex.canvas
     assert not canvas.header_visible and not canvas.footer_visible
     assert canvas.toolbar_visible is False and canvas.resizable is False
+    # without a browser view the whole frame lives in the widget state, as a data: URL
+    assert canvas._data_url.startswith("data:image/png;base64,")
+    assert tuple(canvas._size) == tuple(ex.figure.bbox.size)
     sent = []
     canvas.send_binary = sent.append
     ex.d_k.value = 2

@@ -9,10 +9,12 @@ the notebook displays it. Bad input shows a message inside the widget.
 from __future__ import annotations
 
 import html
+import io
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
 from .config import AttentionConfig
 from .library import (DEMO_QUERY, KEY_AXES, VALUE_AXES, demo_library, hard_lookup,
@@ -111,28 +113,33 @@ def plot_flops_vs_n(config: AttentionConfig, ns, ax=None):
 # ---------------------------------------------------------------- widgets
 def weights_html(library, weights, output) -> str:
     """Weights per book and the blended value as a small HTML table (no scripts)."""
-    rows = "".join(f"<tr><td>{html.escape(t)}</td><td style='text-align:right'>{w:.3f}</td></tr>"
+    rows = "".join(f"<tr><td style='white-space:nowrap'>{html.escape(t)}</td>"
+                   f"<td style='text-align:right'>{w:.3f}</td></tr>"
                    for t, w in zip(library.titles, weights))
     names = VALUE_AXES if len(output) == len(VALUE_AXES) else range(len(output))
-    mix = ", ".join(f"{n}: {x:.2f}" for n, x in zip(names, output))
+    mix = "<br>".join(f"{n}: {x:.2f}" for n, x in zip(names, output))
     return (f"<table style='font-family:monospace'>{rows}</table>"
-            f"<div style='font-family:monospace'>output (blended value) = {mix}</div>")
+            f"<div style='font-family:monospace'>output (blended value):<br>{mix}</div>")
 
 
 def library_widget(library=None, query=None, show_plot: bool = True):
     """Temperature slider (log scale) and query sliders over the library.
 
+    The sliders update on release (or on each arrow-key press): one redraw of
+    the picture takes ~0.1-0.3 s on a busy machine, too slow to follow a drag.
     Returns a ``VBox``; attributes ``temperature``, ``query_x``, ``query_y``
-    (sliders), ``table`` and ``message`` (HTML) let tests drive it.
+    (sliders), ``table``, ``message`` (HTML) and ``figure`` (PNG ``Image``,
+    None without ``show_plot``) let tests drive it.
     """
     library = demo_library() if library is None else library
     query = DEMO_QUERY if query is None else np.asarray(query, dtype=float)
     temp = widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2, step=0.05,
                                   description="temperature", readout_format=".2f",
-                                  style={"description_width": "initial"})
-    qx, qy = (widgets.FloatSlider(value=float(v), min=-2.5, max=2.5, step=0.1,
+                                  continuous_update=False, style={"description_width": "initial"})
+    qx, qy = (widgets.FloatSlider(value=float(v), min=-2.5, max=2.5, step=0.1, continuous_update=False,
                                   description=f"query[{i}]") for i, v in enumerate(query[:2]))
-    table, message, out = widgets.HTML(), widgets.HTML(), widgets.Output()
+    table, message = widgets.HTML(layout=widgets.Layout(flex="0 0 auto")), widgets.HTML()
+    image, draw = _library_figure(library) if show_plot else (None, None)
 
     def update(_=None):
         q = np.array([qx.value, qy.value])
@@ -145,29 +152,45 @@ def library_widget(library=None, query=None, show_plot: bool = True):
         message.value = (f"hard lookup picks <b>{html.escape(best)}</b>; "
                          f"uniform mix would be {1 / library.n_books:.3f} each")
         table.value = weights_html(library, weights, output)
-        if show_plot:
-            _redraw(out, library, q, weights, temp.value)
+        if draw is not None:
+            draw(q, weights, temp.value)
 
     for w in (temp, qx, qy):
         w.observe(update, names="value")
     update()
-    box = widgets.VBox([temp, widgets.HBox([qx, qy]), message, widgets.HBox([table, out])])
-    for w, name in ((box, "library"), (temp, "temperature"), (table, "weights"), (out, "figure")):
-        w.add_class(f"qkv-{name}")  # CSS hooks for browser tests
-    box.temperature, box.query_x, box.query_y, box.table, box.message = temp, qx, qy, table, message
+    row = widgets.HBox([table] + ([image] if image is not None else []))
+    box = widgets.VBox([temp, widgets.HBox([qx, qy]), message, row])
+    for w, name in ((box, "library"), (temp, "temperature"), (table, "weights"), (image, "figure")):
+        if w is not None:
+            w.add_class(f"qkv-{name}")  # CSS hooks for browser tests
+    box.temperature, box.query_x, box.query_y = temp, qx, qy
+    box.table, box.message, box.figure = table, message, image
     return box
 
 
-def _redraw(out, library, query, weights, temperature):
-    from IPython.display import display
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(7, 3), layout="constrained")
-    plot_library(library, query, ax=ax1, weights=weights)
-    plot_weight_bars(weights, numbered_titles(library), ax=ax2,
-                     title=f"temperature {temperature:.2f}")
-    with out:
-        out.clear_output(wait=True)
-        display(fig)
-    plt.close(fig)
+def _library_figure(library):
+    """An ``Image`` widget and ``draw(query, weights, temperature)`` that redraws it.
+
+    One ``matplotlib.figure.Figure`` (no pyplot: nothing to close, nothing the
+    inline backend shows twice) is reused; each draw is rendered to PNG bytes.
+    """
+    fig = Figure(figsize=(6, 2.6))
+    ax_keys, ax_bars = fig.subplots(1, 2)
+    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.18, top=0.9, wspace=1.0)
+    size = dict(width=f"{6 * fig.dpi:.0f}px", height=f"{2.6 * fig.dpi:.0f}px")
+    image = widgets.Image(format="png", layout=widgets.Layout(flex="0 0 auto", **size))
+
+    def draw(query, weights, temperature):
+        ax_keys.clear()
+        ax_bars.clear()
+        plot_library(library, query, ax=ax_keys, weights=weights)
+        plot_weight_bars(weights, numbered_titles(library), ax=ax_bars,
+                         title=f"temperature {temperature:.2f}")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+        image.value = buf.getvalue()
+
+    return image, draw
 
 
 def size_report(config: AttentionConfig, n: int) -> list:

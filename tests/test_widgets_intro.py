@@ -78,9 +78,13 @@ def test_calculator_updates_and_survives_bad_configs():
     assert "n must be" not in w.message.value
 
 
-def test_library_widget_with_plot_closes_its_figures():
+def test_library_widget_picture_follows_the_slider_without_pyplot_figures():
     w = library_widget()
-    w.temperature.value = 0.5
-    assert plt.get_fignums() == []  # each redraw closes the figure it made
-    weights = soft_lookup(DEMO_QUERY, demo_library(), 0.5)[1]
+    first = w.figure.value
+    assert first[:8] == b"\x89PNG\r\n\x1a\n"
+    w.temperature.value = 0.05
+    assert w.figure.value != first  # redrawn
+    assert plt.get_fignums() == []  # nothing left open for the inline backend to show
+    weights = soft_lookup(DEMO_QUERY, demo_library(), 0.05)[1]
     assert f"{weights.max():.3f}" in w.table.value
+    assert library_widget(show_plot=False).figure is None

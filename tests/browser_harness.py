@@ -49,9 +49,11 @@ LAB_USER_SETTINGS = {
 
 
 def chromium_path() -> str | None:
-    """Path of the Chromium executable (env QKV_CHROMIUM overrides), or None."""
-    for path in (os.environ.get("QKV_CHROMIUM"), *CHROMIUM_CANDIDATES):
-        if path and os.access(path, os.X_OK):
+    """Path of the Chromium executable, or None. QKV_CHROMIUM, when set, is the only
+    candidate (so QKV_CHROMIUM=/nonexistent simulates a machine without Chromium)."""
+    env = os.environ.get("QKV_CHROMIUM")
+    for path in ((env,) if env else CHROMIUM_CANDIDATES):
+        if os.access(path, os.X_OK):
             return path
     return None
 

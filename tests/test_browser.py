@@ -36,8 +36,8 @@ def _skip_or_fail(reason: str):
 def book():
     """One JupyterLab (on a temporary copy of notebooks/) and one Chromium page."""
     if chromium_path() is None:
-        _skip_or_fail("browser test skipped: no Chromium at /usr/bin/chromium "
-                      "(apt-get install chromium, or set QKV_CHROMIUM)")
+        _skip_or_fail("browser test skipped: no Chromium (looked for /usr/bin/chromium or $QKV_CHROMIUM; "
+                      "apt-get install chromium)")
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:

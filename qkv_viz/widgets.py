@@ -74,7 +74,7 @@ def pick_backend(backend: str = "auto") -> str:
 
 
 def _scale_label(on: bool) -> str:
-    return "scaled by 1/\u221ad_k" if on else "unscaled (click to scale)"
+    return "scaled by 1/\u221ad_k" if on else "not scaled"
 
 
 def _controls(n, d_k, scale, temperature, seed, n_heads):
@@ -105,8 +105,12 @@ def _controls(n, d_k, scale, temperature, seed, n_heads):
     return c
 
 
-def readouts_html(metrics: dict, n: int, d_k: int, scale: bool) -> str:
-    """Small HTML table of the diagnostics (what the readouts panel shows)."""
+def readouts_html(metrics: dict, n: int, d_k: int, scale: bool, pixels: int = 0) -> str:
+    """Small HTML table of the diagnostics (what the readouts panel shows).
+
+    ``pixels``: width of the heatmap on screen; when n exceeds it, a note says
+    that the picture samples one row/column in every n / pixels.
+    """
     factor = f"1/\u221a{d_k} = {d_k ** -0.5:.3g}" if scale else "1 (no scaling)"
     rows = [
         ("score factor", factor),
@@ -116,6 +120,8 @@ def readouts_html(metrics: dict, n: int, d_k: int, scale: bool) -> str:
         ("effective tokens", f"{metrics['effective_tokens']:.2f} of {n}"),
         ("softmax grad", f"{metrics['grad_norm']:.3g}"),
     ]
+    if 0 < pixels < n:  # nearest-neighbour sampling: most cells are not on screen
+        rows.append(("heatmap shows", f"1 in ~{n / pixels:.0f} rows/cols"))
     body = "".join(f"<tr><td>{k}</td><td style='text-align:right'><b>{v}</b></td></tr>"
                    for k, v in rows)
     return f"<table style='font-size:12px'>{body}</table>"
@@ -143,7 +149,7 @@ class ScalingExplorer:
                                    self.backend)
         self.figure, self.image, self.canvas = self.view.figure, self.view.image, self.view.widget
         self.canvas.add_class("qkv-heatmap")
-        self.readouts = widgets.HTML(readouts_html(self.metrics, n, d_k, scale),
+        self.readouts = widgets.HTML(self._readouts(self._state),
                                      layout=widgets.Layout(margin="0 0 0 12px"))
         self.readouts.add_class("qkv-readouts")
         self.message = widgets.HTML("")
@@ -195,8 +201,12 @@ class ScalingExplorer:
             self.view.set_curves(self.curves, new["metric"])
         else:
             self.view.step(self.weights, self.curves, new["d_k"], new["scale"], new["metric"])
-        self.readouts.value = readouts_html(self.metrics, new["n"], new["d_k"], new["scale"])
+        self.readouts.value = self._readouts(new)
         self.scale.description = _scale_label(new["scale"])
+
+    def _readouts(self, s: dict) -> str:
+        pixels = int(self.view.ax_w.bbox.width / self.figure.dpi * 72)  # at 72 dpi: CSS px
+        return readouts_html(self.metrics, s["n"], s["d_k"], s["scale"], pixels)
 
     def _show_error(self, text: str):
         self.message.value = f"<span style='color:#b00020'>\u26a0 {text}</span>"

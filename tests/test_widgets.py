@@ -48,7 +48,7 @@ def test_controls_drive_the_picture(backend):
     assert_shows(ex, n=8, d_k=256)
     ex.scale.value = False
     assert_shows(ex, n=8, d_k=256, scale=False)
-    assert "unscaled" in ex.scale.description and "no scaling" in ex.readouts.value
+    assert "not scaled" in ex.scale.description and "no scaling" in ex.readouts.value
     ex.temperature.value = 2.5
     assert_shows(ex, n=8, d_k=256, scale=False, temperature=2.5)
     ex.seed.value = 7
@@ -68,6 +68,7 @@ def test_heads_and_large_n_path():
     assert_shows(ex, n=520, d_k=16, n_heads=3, head=2)
     ex.d_k.value = 1
     assert_shows(ex, n=520, d_k=1, n_heads=3, head=2)
+    assert "heatmap shows" in ex.readouts.value  # 520 cells > the heatmap's pixels
 
 
 def test_readouts_and_curves_match_diagnostics():

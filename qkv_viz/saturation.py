@@ -120,6 +120,33 @@ def _deterministic_torch(threads: int = 1):
         torch.use_deterministic_algorithms(old_det)
 
 
+class Adam:
+    """Plain Adam with torch.optim.Adam's defaults (betas 0.9, 0.999; eps 1e-8), same update.
+
+    Written out because the first torch.optim optimiser built in a process costs
+    about a second of imports, a large share of this chapter's time budget.
+    """
+
+    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        self.params, self.lr, self.betas, self.eps, self.t = list(params), lr, betas, eps, 0
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros_like(p) for p in self.params]
+
+    def zero_grad(self):
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self):
+        self.t += 1
+        b1, b2 = self.betas
+        for p, m, v in zip(self.params, self.m, self.v):
+            m.lerp_(p.grad, 1 - b1)  # m = b1 m + (1 - b1) g
+            v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)  # v = b2 v + (1 - b2) g^2
+            denom = (v.sqrt() / (1 - b2 ** self.t) ** 0.5).add_(self.eps)
+            p.addcdiv_(m, denom, value=-self.lr / (1 - b1 ** self.t))
+
+
 def make_batch(gen: torch.Generator, cfg: SaturationConfig):
     """One batch: keys x (B, T, d_model), labels (B, T), queries (B, T, d_model), targets (B, T).
 
@@ -190,7 +217,7 @@ def train_retrieval(cfg: SaturationConfig, snapshot_steps=None) -> SaturationRes
         snapshot_steps = (0, cfg.steps // 2, cfg.steps - 1)
     with _deterministic_torch():
         W_q, W_k = init_weights(cfg)
-        opt = torch.optim.Adam([W_q, W_k], lr=cfg.lr)
+        opt = Adam([W_q, W_k], lr=cfg.lr)
         gen = torch.Generator().manual_seed(10_000 + cfg.seed)
         probe = make_batch(torch.Generator().manual_seed(20_000 + cfg.seed), replace(cfg, batch_size=1))
         rec, snaps, init_grads = {k: [] for k in _RECORDED}, {}, None

@@ -178,3 +178,18 @@ def test_exercises_right_and_wrong():
     assert not any(ch05.check_mystery(v) for v in ch05.VERDICTS if v != truth)
     wrong = ch05.check_mystery("neither")
     assert not wrong and "one of" in wrong.message
+
+
+def test_adam_matches_torch_adam():
+    from qkv_viz.saturation import Adam
+    gen = torch.Generator().manual_seed(4)
+    a = torch.randn(5, 3, generator=gen).requires_grad_()
+    b = a.detach().clone().requires_grad_()
+    ours, theirs = Adam([a], lr=1e-2), torch.optim.Adam([b], lr=1e-2)
+    for _ in range(5):
+        target = torch.randn(5, 3, generator=gen)
+        for p, opt in ((a, ours), (b, theirs)):
+            opt.zero_grad()
+            ((p - target) ** 2).sum().backward()
+            opt.step()
+    torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)

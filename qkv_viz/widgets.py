@@ -25,7 +25,15 @@ attribute          what                                            CSS class
 ``scores``         current scores (n, n) before softmax
 ``metrics``        dict from ``qkv_viz.diagnostics.summarize(scores, weights)``
 ``curves``         ``explorer.dk_curves(...)``: every metric at every d_k
+``settings``       dict of the settings on screen (last valid ones)
+``backend``        "ipympl" or "png", as picked
+``view``           the ``explorer_view.ExplorerFigure`` (``view.draws``
+                   counts frames)
 =================  ==============================================  =====================
+
+``explorer.close()`` closes its widgets. A new n, seed, temperature or head
+recomputes the metric-vs-d_k curves (a few seconds at n = 1024, with a
+"computing" note in ``message``); a d_k or scale step only redraws.
 
 Data: q, k ~ N(0, 1) of shape (n_heads, n, 1024) drawn once from the seed; a
 smaller d_k uses the first d_k columns (see ``qkv_viz.explorer``). Weights
@@ -41,7 +49,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from .explorer import D_KS, METRICS, check_settings, dk_curves, head_attention
-from .explorer_view import METRIC_LABELS, ExplorerFigure, import_ipympl
+from .explorer_view import DPI, METRIC_LABELS, ExplorerFigure, import_ipympl
 
 BACKENDS = ("auto", "ipympl", "png")
 _CURVE_KEYS = ("n", "seed", "temperature", "head")  # a change here recomputes the d_k curves
@@ -192,6 +200,8 @@ class ScalingExplorer:
     def _apply(self, new: dict):
         old = self._state
         new_curves = any(new[k] != old[k] for k in _CURVE_KEYS)
+        if new_curves and new["n"] >= 256:  # seconds of work: say so while it runs
+            self.message.value = f"computing the d_k curves for n = {new['n']} ..."
         self._compute(new, curves=new_curves)
         self._state = new
         if new["n"] != old["n"]:
@@ -205,7 +215,7 @@ class ScalingExplorer:
         self.scale.description = _scale_label(new["scale"])
 
     def _readouts(self, s: dict) -> str:
-        pixels = int(self.view.ax_w.bbox.width / self.figure.dpi * 72)  # at 72 dpi: CSS px
+        pixels = int(self.view.ax_w.bbox.width / self.figure.dpi * DPI)  # CSS pixels
         return readouts_html(self.metrics, s["n"], s["d_k"], s["scale"], pixels)
 
     def _show_error(self, text: str):

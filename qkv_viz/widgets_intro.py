@@ -110,6 +110,37 @@ def plot_flops_vs_n(config: AttentionConfig, ns, ax=None):
     return lines
 
 
+def plot_projection_shapes(config: AttentionConfig, n: int, ax=None, head: int = 0):
+    """X (n, d_model) @ W_q (d_model, H d_k) = Q (n, H d_k), drawn to scale.
+
+    W_q and Q are cut into their n_heads column blocks; block ``head`` is
+    highlighted to show that one head's W_q is a slice of the big matrix.
+    Returns the rectangles drawn.
+    """
+    if not 0 <= head < config.n_heads:
+        raise ValueError(f"head must be in 0..{config.n_heads - 1}, got {head}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 2.2))
+    c, gap = config, 0.25 * config.d_model
+    blocks = [("X", n, c.d_model, 1), ("W_q", c.d_model, c.d_head_total, c.n_heads),
+              ("Q", n, c.d_head_total, c.n_heads)]
+    x, artists = 0.0, []
+    for i, (name, rows, cols, parts) in enumerate(blocks):
+        width = cols / parts
+        for p in range(parts):
+            lit = parts > 1 and p == head
+            artists.append(ax.add_patch(plt.Rectangle(
+                (x + p * width, -rows), width, rows, edgecolor="white", lw=0.5,
+                facecolor=QUERY_COLOR if lit else ("0.75" if p % 2 else "0.6"))))
+        ax.text(x + cols / 2, 0.05 * c.d_model, f"{name}  ({rows} x {cols})", ha="center", fontsize=8)
+        if i < 2:
+            ax.text(x + cols + gap / 2, -n / 2, "@" if i == 0 else "=", ha="center", va="center")
+        x += cols + gap
+    ax.set(xlim=(-10, x - gap + 10), ylim=(-1.05 * max(n, c.d_model), 0.2 * c.d_model), aspect="equal")
+    ax.axis("off")
+    return artists
+
+
 # ---------------------------------------------------------------- widgets
 def weights_html(library, weights, output) -> str:
     """Weights per book and the blended value as a small HTML table (no scripts)."""

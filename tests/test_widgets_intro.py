@@ -8,9 +8,10 @@ import pytest  # noqa: E402
 
 from qkv_viz import BERT_BASE, AttentionConfig, attention_flops, param_count  # noqa: E402
 from qkv_viz.library import DEMO_QUERY, demo_library, soft_lookup  # noqa: E402
-from qkv_viz.widgets_intro import (config_calculator, library_small_multiples,  # noqa: E402
-                                   library_widget, plot_flops_vs_n, plot_library,
-                                   plot_weight_bars, size_report)
+from qkv_viz.widgets_intro import (QUERY_COLOR, config_calculator,  # noqa: E402
+                                   library_small_multiples, library_widget, plot_flops_vs_n,
+                                   plot_library, plot_projection_shapes, plot_weight_bars,
+                                   size_report)
 
 
 @pytest.fixture(autouse=True)
@@ -88,3 +89,16 @@ def test_library_widget_picture_follows_the_slider_without_pyplot_figures():
     weights = soft_lookup(DEMO_QUERY, demo_library(), 0.05)[1]
     assert f"{weights.max():.3f}" in w.table.value
     assert library_widget(show_plot=False).figure is None
+
+
+def test_projection_shapes_are_to_scale_and_highlight_one_head():
+    config = AttentionConfig(768, 12, d_k=64)
+    rects = plot_projection_shapes(config, 128, head=5)
+    assert len(rects) == 1 + 2 * config.n_heads  # X, then W_q's and Q's head blocks
+    x, w_q = rects[0], rects[1:1 + config.n_heads]
+    assert (x.get_width(), x.get_height()) == (config.d_model, 128)
+    assert {r.get_width() for r in w_q} == {config.d_k}
+    lit = [i for i, r in enumerate(w_q) if matplotlib.colors.same_color(r.get_facecolor(), QUERY_COLOR)]
+    assert lit == [5]
+    with pytest.raises(ValueError, match="head"):
+        plot_projection_shapes(config, 128, head=12)

@@ -1,6 +1,8 @@
 """The library analogy: lookups agree with the attention core and with the limits."""
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from qkv_viz import scaled_dot_product_attention, softmax
 from qkv_viz.library import (DEMO_QUERY, Library, demo_library, dictionary_lookup,
@@ -62,3 +64,21 @@ def test_toy_sentence_shapes_and_story():
     assert w.shape == (len(tokens), len(tokens))
     assert tokens[int(np.argmax(w[tokens.index("sat")]))] == "cat"  # the verb reads the noun
     assert tokens[int(np.argmax(w[tokens.index("cat")]))] == "sat"  # the noun reads the verb
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_random_libraries_respect_both_limits(seed):
+    rng = np.random.default_rng(seed)
+    n_books, d_k = rng.integers(2, 7), rng.integers(1, 4)
+    lib = Library([f"b{i}" for i in range(n_books)], rng.normal(size=(n_books, d_k)),
+                  rng.normal(size=(n_books, 2)))
+    q = rng.normal(size=d_k)
+    s = np.sort(scores(q, lib))
+    assume(s[-1] - s[-2] > 1e-2)  # a unique best book
+    cold, hot = weights_vs_temperature(q, lib, [1e-4, 1e8])
+    np.testing.assert_allclose(cold, hard_weights(q, lib), atol=1e-6)
+    np.testing.assert_allclose(hot, uniform_weights(lib), atol=1e-6)
+    out, w = soft_lookup(q, lib, 1.0)
+    np.testing.assert_allclose(w.sum(), 1.0)
+    np.testing.assert_allclose(out, w @ lib.values)

@@ -13,6 +13,7 @@ from .plots import attention_heatmap, scores_heatmap
 
 COLORS = {"scaled": "tab:blue", "unscaled": "tab:red", "over-scaled": "tab:green"}
 CURVES = {"loss": "loss", "acc": "accuracy", "grad_norm_q": "|grad W_q| (batch)",
+          "grad_norm_k": "|grad W_k| (batch)",
           "grad_q_median": "|grad W_q| (median query)", "entropy": "entropy (nats)",
           "max_weight": "max weight", "score_std": "score std"}
 

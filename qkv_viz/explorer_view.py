@@ -18,9 +18,9 @@ saves a new background.
 from __future__ import annotations
 
 import io
-from base64 import b64encode
 import sys
 import warnings
+from base64 import b64encode
 from functools import lru_cache
 
 import ipywidgets as widgets
@@ -135,6 +135,18 @@ class ExplorerFigure:
             FigureCanvasAgg(fig)
             self.widget = widgets.Image(format="png")
         self.backend = backend
+        self._build_axes(weights, curves, d_k, metric)
+        self._animated = (self.image, self.marker)
+        for artist in self._animated:
+            artist.set_animated(True)
+        self._background = None
+        self.draws = 0  # frames produced (full draws + blits), for tests and benchmarks
+        fig.canvas.mpl_connect("draw_event", self._on_draw)
+        self.set_step(weights, curves, d_k, scale, metric)
+        self.set_curves(curves, metric)  # first full draw
+
+    def _build_axes(self, weights, curves, d_k, metric):
+        fig = self.figure
         fig.subplots_adjust(left=0.07, right=0.98, bottom=0.19, top=0.87, wspace=0.38)
         self.ax_w, self.ax_m = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.3]})
         self.image = attention_heatmap(weights, ax=self.ax_w, annotate=False,
@@ -147,14 +159,6 @@ class ExplorerFigure:
         lines = metric_vs_dk(D_KS, curves[metric]["scaled"], curves[metric]["unscaled"],
                              ax=self.ax_m, label=METRIC_LABELS[metric], current=d_k)
         self.line_scaled, self.line_unscaled, self.marker = lines
-        self._animated = (self.image, self.marker)
-        for artist in self._animated:
-            artist.set_animated(True)
-        self._background = None
-        self.draws = 0  # frames produced (full draws + blits), for tests and benchmarks
-        fig.canvas.mpl_connect("draw_event", self._on_draw)
-        self.set_step(weights, curves, d_k, scale, metric)
-        self.set_curves(curves, metric)  # first full draw
 
     # -- drawing ---------------------------------------------------------
     def _on_draw(self, event):

@@ -189,10 +189,9 @@ class ScalingExplorer:
         try:
             check_settings(new["n"], new["d_k"], new["seed"], new["temperature"],
                            self.n_heads, new["head"])
+            self._apply(new)  # its ValueErrors come from the maths, before any drawing
         except (ValueError, TypeError) as exc:
             return self._show_error(f"{exc}. Showing the last valid settings.")
-        try:
-            self._apply(new)
         except Exception as exc:  # keep the widget alive whatever happens
             return self._show_error(f"could not update: {type(exc).__name__}: {exc}")
         self.message.value = ""

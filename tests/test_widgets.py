@@ -91,7 +91,8 @@ def test_readouts_and_curves_match_diagnostics():
 
 
 @pytest.mark.parametrize("control, bad", [("temperature", -1.0), ("temperature", 0.0),
-                                          ("n", 0), ("n", 5000), ("seed", -3)])
+                                          ("temperature", 1e-310), ("n", 0), ("n", 5000),
+                                          ("seed", -3)])
 def test_bad_values_show_a_message_and_keep_the_picture(control, bad):
     ex = scaling_explorer(n=6, d_k=8, backend="png")
     before = ex.image.get_array().copy()

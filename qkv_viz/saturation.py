@@ -51,6 +51,7 @@ class SaturationConfig:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if self.n_classes < 2 or self.steps < 3:
             raise ValueError(f"need n_classes >= 2 and steps >= 3, got {self.n_classes}, {self.steps}")
+        self.factor  # validates scale
 
     @property
     def factor(self) -> float:

@@ -32,7 +32,7 @@ def test_config_rejects_bad_values():
     with pytest.raises(ValueError, match="steps"):
         SaturationConfig(steps=2)
     with pytest.raises(ValueError, match="scale"):
-        SaturationConfig(scale=-1.0).factor
+        SaturationConfig(scale=-1.0)
 
 
 def test_factor_matches_core_resolve_scale():

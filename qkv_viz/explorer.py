@@ -69,7 +69,7 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=2)  # two explorers on one page do not evict each other
 def _dots(seed: int, n_heads: int, n: int, head: int) -> tuple:
     """Unscaled q . k for every d_k in D_KS, one (n, n) matrix each (cached)."""
     out = []
@@ -96,7 +96,7 @@ def _finite_softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
     return weights
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=2)
 def _sweep(seed: int, n_heads: int, n: int, head: int, temperature: float):
     """Summaries (and, for n <= KEEP_WEIGHTS_N, the weights) at every (d_k, scale)."""
     curves = {m: {"scaled": np.empty(len(D_KS)), "unscaled": np.empty(len(D_KS))} for m in METRICS}

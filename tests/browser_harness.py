@@ -226,7 +226,9 @@ PROBLEMS_JS = """() => {
   return found;
 }"""
 CLOSE_JS = """async () => {
+  if (!window.__qkv) return;   // nothing opened (open() failed)
   const w = window.__qkv.widget;
+  window.__qkv = undefined;
   await w.sessionContext.shutdown();
   w.context.model.dirty = false;
   w.dispose();
@@ -315,14 +317,17 @@ class Book:
                 return
             time.sleep(0.2)
 
-    def problems(self) -> list:
-        """Error outputs, broken or still-loading widgets, kernel errors, console/page
-        errors and non-loopback requests seen so far (empty when all is well)."""
-        found = list(self.page.evaluate(PROBLEMS_JS))
-        found += [f"console error: {e}" for e in self.console_errors]
+    def page_problems(self) -> list:
+        """Console errors, page errors and non-loopback requests seen so far."""
+        found = [f"console error: {e}" for e in self.console_errors]
         found += [f"page error: {e}" for e in self.page_errors]
         found += [f"request to a non-loopback host: {u}" for u in self.external_requests]
         return found
+
+    def problems(self) -> list:
+        """``page_problems()`` plus the open notebook's error outputs, kernel errors and
+        broken or still-loading widgets (empty when all is well)."""
+        return list(self.page.evaluate(PROBLEMS_JS)) + self.page_problems()
 
     def pixels(self, selector: str) -> str:
         """A hash of the pixels shown by the widget ``selector`` (canvas or image)."""

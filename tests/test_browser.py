@@ -55,6 +55,12 @@ def _run_clean(book, name: str) -> None:
     assert not problems, f"{name} in JupyterLab:\n" + "\n".join(problems)
 
 
+def test_jupyterlab_starts_clean(book):
+    """Lab itself (its extensions: widgets, ipympl) loads without errors or outside requests."""
+    problems = book.page_problems()
+    assert not problems, "JupyterLab start-up:\n" + "\n".join(problems)
+
+
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_chapter_runs_clean_in_jupyterlab(book, name):
     try:

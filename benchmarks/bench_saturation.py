@@ -32,14 +32,15 @@ def main() -> None:
     start = time.perf_counter()
     rows = seed_sweep(SEEDS, d_k=D_K, steps=STEPS)
     seconds = time.perf_counter() - start
-    print(f"BENCH saturation seeds={len(SEEDS)} d_k={D_K} steps={STEPS} "
+    # The keys first, in its order; extra keys after them.
+    print(f"BENCH saturation seeds={len(SEEDS)} "
           f"scaled_final_acc={np.mean([r['scaled_acc'] for r in rows]):.3f} "
           f"unscaled_final_acc={np.mean([r['unscaled_acc'] for r in rows]):.3f} "
           f"init_grad_ratio={_geo([r['grad_ratio'] for r in rows]):.3g} "
+          f"seconds={seconds:.2f} d_k={D_K} steps={STEPS} "
           f"init_median_grad_ratio={_geo([r['median_grad_ratio'] for r in rows]):.3g} "
           f"scaled_steps_to_90={_steps(r['scaled_to_90'] for r in rows)} "
-          f"unscaled_steps_to_90={_steps(r['unscaled_to_90'] for r in rows)} "
-          f"seconds={seconds:.2f}")
+          f"unscaled_steps_to_90={_steps(r['unscaled_to_90'] for r in rows)}")
 
 
 if __name__ == "__main__":

@@ -85,17 +85,6 @@ def _scores(dots: np.ndarray, d_k: int, scale: bool) -> np.ndarray:
     return dots * resolve_scale(bool(scale), d_k)
 
 
-def _finite_softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
-    """``masked_softmax`` without a mask, refusing a temperature so small that
-    ``scores / temperature`` overflows (the core's softmax then gives NaN)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        weights = masked_softmax(scores, None, temperature)
-    if not np.all(np.isfinite(weights)):
-        raise ValueError(f"temperature={temperature!r} is too small: scores / temperature "
-                         f"overflow to infinity")
-    return weights
-
-
 @lru_cache(maxsize=2)
 def _sweep(seed: int, n_heads: int, n: int, head: int, temperature: float):
     """Summaries (and, for n <= KEEP_WEIGHTS_N, the weights) at every (d_k, scale)."""
@@ -104,7 +93,7 @@ def _sweep(seed: int, n_heads: int, n: int, head: int, temperature: float):
     for i, (d_k, dots) in enumerate(zip(D_KS, _dots(seed, n_heads, n, head))):
         for key, scale in (("scaled", True), ("unscaled", False)):
             scores = _scores(dots, d_k, scale)
-            weights = _finite_softmax(scores, temperature)
+            weights = masked_softmax(scores, None, temperature)
             summary = summarize(scores, weights)
             for m in METRICS:
                 curves[m][key][i] = summary[m]
@@ -141,7 +130,7 @@ def head_attention(seed, n_heads, n, d_k, scale, temperature, head=0):
         scores, weights, summary = kept[d_k, bool(scale)]
         return scores, weights, dict(summary)
     scores = _scores(_dots(*key[:4])[D_KS.index(d_k)], d_k, scale)
-    weights = _finite_softmax(scores, temperature)
+    weights = masked_softmax(scores, None, temperature)
     i, col = D_KS.index(d_k), "scaled" if scale else "unscaled"
     summary = {m: float(curves[m][col][i]) for m in METRICS}  # summarize() of these very arrays
     return _frozen(scores), _frozen(weights), summary

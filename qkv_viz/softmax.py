@@ -18,8 +18,10 @@ def softmax(x, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
     """
     x = as_array("x", x)
     t = positive_number("temperature", temperature)
-    z = x / t
-    z = z - z.max(axis=axis, keepdims=True)  # largest exponent is now exp(0) = 1
+    # Shift first, then divide: (x - max) <= 0, so even a tiny temperature
+    # only sends the others to -inf (weight 0), never inf - inf = NaN.
+    with np.errstate(over="ignore"):
+        z = (x - x.max(axis=axis, keepdims=True)) / t  # largest exponent is now exp(0) = 1
     e = np.exp(z)
     return e / e.sum(axis=axis, keepdims=True)
 

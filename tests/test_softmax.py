@@ -58,3 +58,8 @@ def test_bad_temperature_is_named(bad):
 def test_non_numeric_input_is_a_type_error():
     with pytest.raises(TypeError, match="x"):
         softmax(["a", "b"])
+
+
+def test_tiny_temperature_gives_one_hot_not_nan():
+    p = softmax([1.0, 3.0, 2.0], temperature=1e-308)
+    np.testing.assert_array_equal(p, [0.0, 1.0, 0.0])

@@ -114,6 +114,17 @@ def one_hot_share(region: np.ndarray) -> float:
     return float(np.mean((seen > 0.1) & (seen < 0.9)))
 
 
+def expected_share(box, scale: bool) -> float:
+    """``one_hot_share`` of the weights the math core gives for the explorer's settings
+    as shown in the page (every cell is drawn with the same number of pixels)."""
+    from qkv_viz.explorer import head_attention
+    field = lambda cls: box.locator(f".{cls} input").input_value()  # noqa: E731
+    d_k = int(box.locator(f"{SLIDER} .widget-readout").inner_text())
+    _, weights, _ = head_attention(int(field("qkv-seed")), 1, int(field("qkv-n")), d_k, scale,
+                                   float(field("qkv-temperature")))
+    return one_hot_share(weights)
+
+
 def _click_toggle(toggle) -> bool:
     """Flip the scaling ToggleButton with the mouse; return the new state (True = scaled)."""
     was_on = "mod-active" in (toggle.get_attribute("class") or "")
@@ -169,6 +180,8 @@ def test_scaling_explorer_in_jupyterlab(book):
         box.screenshot(path=ARTIFACTS / f"explorer_largest_dk_scaled_{state['on']}.png")
         assert share[False] < 0.05, f"unscaled map at the largest d_k is not one-hot: {share}"
         assert share[True] > 0.05, f"scaled map at the largest d_k looks one-hot too: {share}"
+        for on in (False, True):  # the pixels show the math core's weights
+            assert share[on] == pytest.approx(expected_share(box, on), abs=0.04), (on, share)
         problems = book.problems()
         assert not problems, "while using the explorer:\n" + "\n".join(problems)
     finally:

@@ -111,9 +111,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=True, temperature: fl
     """
     q, k, v = _check_qkv(q, k, v)
     scores = attention_scores(q, k, scale)  # (..., T, S)
-    if mask is not None:
-        check_mask(mask, scores.shape)
-    weights = masked_softmax(scores, mask, temperature)
+    weights = masked_softmax(scores, mask, temperature)  # checks the mask against (..., T, S)
     output = weights @ v  # (..., T, S) @ (..., S, d_v) -> (..., T, d_v)
     return output, weights
 

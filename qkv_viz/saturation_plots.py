@@ -9,6 +9,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .diagnostics import score_std
 from .plots import attention_heatmap, scores_heatmap
 
 COLORS = {"scaled": "tab:blue", "unscaled": "tab:red", "over-scaled": "tab:green"}
@@ -123,5 +124,5 @@ def debug_panel(result, step: int = 0, name: str = "", limit: float = 5.0):
         ax.title.set_fontsize(9)
     c.hist(scores.ravel(), bins=30, color=COLORS.get(name, "gray"))
     c.set_xlabel("score")
-    c.set_title(f"all scores: row std {scores.std(axis=-1).mean():.2g}", fontsize=9)
+    c.set_title(f"all scores: row std {score_std(scores).mean():.2g}", fontsize=9)
     return fig

@@ -18,7 +18,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
 from browser_harness import chromium_path, lab_browser, lab_server  # noqa: E402
 
 STEPS, WARMUP = 20, 4
-EXPLORER_CELL = "from qkv_viz.widgets import scaling_explorer\nscaling_explorer()"
+EXPLORER_CELL = "from qkv_viz.chapters.ch04_scaling.widget import scaling_explorer\nscaling_explorer()"
 HEATMAP, SLIDER = ".qkv-heatmap", ".qkv-dk-slider"
 
 

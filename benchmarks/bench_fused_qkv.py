@@ -11,7 +11,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from qkv_viz.mistakes import time_fused_vs_separate  # noqa: E402
+from qkv_viz.chapters.ch08_mistakes.mistakes import time_fused_vs_separate  # noqa: E402
 
 N, D_MODEL, REPEATS = 512, 768, 15
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from qkv_viz.real_forward import run
-from qkv_viz.real_model import load_model
+from qkv_viz.bridges.real_forward import run
+from qkv_viz.bridges.real_model import load_model
 
 SENTENCE = ("Attention lets every token look at every other token, and the query, key and "
             "value projections decide who looks at whom and what they take from it.")

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from qkv_viz.saturation import seed_sweep
+from qkv_viz.chapters.ch05_saturation.saturation import seed_sweep
 
 SEEDS, D_K, STEPS = (0, 1, 2), 512, 60
 

@@ -48,10 +48,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from IPython.core.pylabtools import print_figure  # noqa: E402
 
-from qkv_viz.explorer import D_KS, head_attention  # noqa: E402
-from qkv_viz.explorer_view import DPI, FIGSIZE, METRIC_LABELS  # noqa: E402
-from qkv_viz.plots import attention_heatmap, metric_vs_dk  # noqa: E402
-from qkv_viz.widgets import scaling_explorer  # noqa: E402
+from qkv_viz.chapters.ch04_scaling.explorer import D_KS, head_attention  # noqa: E402
+from qkv_viz.chapters.ch04_scaling.explorer_view import DPI, FIGSIZE, METRIC_LABELS  # noqa: E402
+from qkv_viz.viz.plots import attention_heatmap, metric_vs_dk  # noqa: E402
+from qkv_viz.chapters.ch04_scaling.widget import scaling_explorer  # noqa: E402
 
 NS = (16, 128, 512, 1024)
 SWEEPS = {16: 4, 128: 4, 512: 3, 1024: 2}

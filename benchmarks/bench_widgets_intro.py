@@ -25,7 +25,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from qkv_viz import widgets_intro  # noqa: E402
+from qkv_viz.chapters.ch01_library import figures as widgets_intro  # noqa: E402
 
 STEPS = 30
 

@@ -117,7 +117,7 @@ def one_hot_share(region: np.ndarray) -> float:
 def expected_share(box, scale: bool) -> float:
     """``one_hot_share`` of the weights the math core gives for the explorer's settings
     as shown in the page (every cell is drawn with the same number of pixels)."""
-    from qkv_viz.explorer import head_attention
+    from qkv_viz.chapters.ch04_scaling.explorer import head_attention
     field = lambda cls: box.locator(f".{cls} input").input_value()  # noqa: E731
     d_k = int(box.locator(f"{SLIDER} .widget-readout").inner_text())
     _, weights, _ = head_attention(int(field("qkv-seed")), 1, int(field("qkv-n")), d_k, scale,

@@ -1,0 +1,147 @@
+"""Our own numpy forward pass through a real BERT encoder, using the book's attention.
+
+Per layer (post-LayerNorm BERT):
+    A = multi_head_attention(X, X, W_q, W_k, W_v, W_o)        # the book's code
+    X = LayerNorm(X + A)
+    X = LayerNorm(X + GELU(X W_1 + b_1) W_2 + b_2)
+The input of layer l is ``hidden_states[l]``; ``hidden_states[0]`` is the
+embedding output LayerNorm(word + position + token-type embedding).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from qkv_viz.core.diagnostics import effective_tokens, entropy, score_std
+from qkv_viz.core.multihead import multi_head_attention, split_heads
+from qkv_viz.core.projections import project
+from qkv_viz.bridges.real_model import LayerWeights, RealModel
+
+# Abramowitz & Stegun 7.1.26: erf to 1.5e-7 absolute error, numpy only.
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def erf(x) -> np.ndarray:
+    """The error function, elementwise, to about 1.5e-7 (numpy has no erf)."""
+    x = np.asarray(x, dtype=np.float64)
+    z = np.abs(x)
+    t = 1.0 / (1.0 + _ERF_P * z)
+    poly = t * (_ERF_A[0] + t * (_ERF_A[1] + t * (_ERF_A[2] + t * (_ERF_A[3] + t * _ERF_A[4]))))
+    return np.sign(x) * (1.0 - poly * np.exp(-z * z))
+
+
+def gelu(x, approximate: bool = False) -> np.ndarray:
+    """GELU: x * Phi(x) (BERT's "gelu"); ``approximate=True`` gives the tanh form ("gelu_new")."""
+    x = np.asarray(x, dtype=np.float64)
+    if approximate:
+        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
+
+
+def layer_norm(x, gamma, beta, eps: float) -> np.ndarray:
+    """Normalize each row of x (..., d) to mean 0, variance 1, then scale by gamma and shift by beta."""
+    mean = x.mean(axis=-1, keepdims=True)  # (..., d) -> (..., 1)
+    var = x.var(axis=-1, keepdims=True)  # (..., 1), biased like torch
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+@dataclass
+class Trace:
+    """Everything one forward pass produced for one sentence.
+
+    tokens: T strings; ids: (T,); hidden_states: (L+1, T, d_model), entry l is
+    the input of layer l; weights: (L, H, T, T) attention probabilities.
+    """
+
+    tokens: tuple
+    ids: np.ndarray
+    hidden_states: np.ndarray
+    weights: np.ndarray
+
+
+def embed(model: RealModel, ids) -> np.ndarray:
+    """Embedding output for token ids (T,): LayerNorm(word + position + type 0) -> (T, d_model)."""
+    ids = np.asarray(ids)
+    T = ids.shape[0]
+    x = model.word_emb[ids].astype(np.float64)  # (T, d_model)
+    x = x + model.pos_emb[:T] + model.type_emb[0]  # (T, d_model) + (T, d_model) + (d_model,)
+    return layer_norm(x, *model.emb_ln, model.config.eps)
+
+
+def encoder_layer(layer: LayerWeights, x, n_heads: int, eps: float, approximate: bool = False):
+    """One post-LN encoder layer. x (T, d_model) -> (out (T, d_model), weights (H, T, T))."""
+    attn_out, weights = multi_head_attention(x, x, layer.attn, n_heads)  # (T, d), (H, T, T)
+    x = layer_norm(x + attn_out, *layer.ln1, eps)
+    hidden = gelu(project(x, layer.W_1, layer.b_1, name="W_1"), approximate)  # (T, d) @ (d, d_ff) -> (T, d_ff)
+    ffn = project(hidden, layer.W_2, layer.b_2, name="W_2")  # (T, d_ff) @ (d_ff, d) -> (T, d)
+    return layer_norm(x + ffn, *layer.ln2, eps), weights
+
+
+def run(model: RealModel, sentence: str) -> Trace:
+    """Tokenize ``sentence`` and run every layer; ValueError for an empty or too long sentence."""
+    enc = model.encode(sentence)
+    c = model.config
+    approximate = c.act != "gelu"
+    x = embed(model, enc.ids)
+    states, weights = [x], []
+    for layer in model.layers:
+        x, w = encoder_layer(layer, x, c.n_heads, c.eps, approximate)
+        states.append(x)
+        weights.append(w)
+    return Trace(tokens=enc.tokens, ids=enc.ids, hidden_states=np.stack(states),
+                 weights=np.stack(weights))  # (L+1, T, d), (L, H, T, T)
+
+
+def _layer_index(model: RealModel, layer: int) -> int:
+    L = model.config.n_layers
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < L:
+        raise ValueError(f"layer must be an integer in 0..{L - 1}, got {layer!r}")
+    return int(layer)
+
+
+def layer_qk(model: RealModel, trace: Trace, layer: int):
+    """Per-head queries and keys of ``layer`` for the traced sentence: q, k each (H, T, d_k)."""
+    layer = _layer_index(model, layer)
+    w, x = model.layers[layer].attn, trace.hidden_states[layer]  # x (T, d_model)
+    H = model.config.n_heads
+    q = split_heads(project(x, w.W_q, w.b_q, name="W_q"), H)  # (T, H*d_k) -> (H, T, d_k)
+    k = split_heads(project(x, w.W_k, w.b_k, name="W_k"), H)  # (T, H*d_k) -> (H, T, d_k)
+    return q, k
+
+
+def raw_scores(model: RealModel, trace: Trace, layer: int) -> np.ndarray:
+    """q . k of every query/key pair of ``layer``, NOT divided by sqrt(d_k): (H, T, T)."""
+    q, k = layer_qk(model, trace, layer)
+    return q @ k.swapaxes(-1, -2)  # (H, T, d_k) @ (H, d_k, T) -> (H, T, T)
+
+
+def head_sharpness(trace: Trace) -> dict:
+    """Mean over queries of each head's entropy (nats) and effective tokens: (L, H) arrays."""
+    return {"entropy": entropy(trace.weights).mean(axis=-1),  # (L, H, T) -> (L, H)
+            "effective_tokens": effective_tokens(trace.weights).mean(axis=-1)}
+
+
+def score_spread(model: RealModel, trace: Trace) -> dict:
+    """Std of q . k along each query row, averaged over rows, per layer and head.
+
+    Returns ``raw`` and ``scaled`` (divided by sqrt(d_k)), each (L, H).
+    """
+    raw = np.stack([score_std(raw_scores(model, trace, l)).mean(axis=-1)  # (H, T) -> (H,)
+                    for l in range(model.config.n_layers)])  # (L, H)
+    return {"raw": raw, "scaled": raw / np.sqrt(model.config.d_k)}
+
+
+def head_patterns(trace: Trace) -> dict:
+    """Where each head's weight goes, averaged over queries: (L, H) arrays.
+
+    ``special``: on [CLS] and [SEP] (first and last token); ``previous`` /
+    ``self`` / ``next``: on the key one before / at / one after the query.
+    """
+    w = trace.weights  # (L, H, T, T)
+    T = w.shape[-1]
+    return {"special": (w[..., 0] + w[..., -1]).mean(axis=-1),  # (L, H, T) -> (L, H)
+            "previous": np.diagonal(w, offset=-1, axis1=-2, axis2=-1).sum(axis=-1) / T,
+            "self": np.diagonal(w, axis1=-2, axis2=-1).mean(axis=-1),
+            "next": np.diagonal(w, offset=1, axis1=-2, axis2=-1).sum(axis=-1) / T}

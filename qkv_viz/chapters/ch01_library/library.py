@@ -1,0 +1,155 @@
+"""The library analogy in numbers: books with keys and values, hard vs soft lookup.
+
+A *library* holds ``n_books`` books. Each book has a key vector (its spine
+label, width ``d_k``) and a value vector (its content, width ``d_v``). A reader
+brings a query (width ``d_k``). The score of a book is ``query . key``;
+
+* a dictionary lookup needs the exact label and returns one book or fails;
+* a hard (nearest-key) lookup returns the value of the best-scoring book;
+* soft attention returns ``softmax(scores / temperature) @ values``, a blend.
+
+The temperature slides soft attention between the two ends: very hot gives
+the plain average of all books, very cold gives the hard lookup.
+Scores are *not* divided by sqrt(d_k) here (``scale=False``): the keys are
+hand-made, and the temperature plays that role.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from qkv_viz.core.validate import as_array, positive_number
+from qkv_viz.core.attention import attention_scores, scaled_dot_product_attention
+
+KEY_AXES = ("about AI", "about food")  # what the two key coordinates mean
+VALUE_AXES = ("AI facts", "recipes", "history")  # what the three value entries mean
+
+
+@dataclass(frozen=True)
+class Library:
+    """Books with titles, keys (n_books, d_k) and values (n_books, d_v)."""
+
+    titles: tuple
+    keys: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self):
+        keys = as_array("keys", self.keys, ndim=2)
+        values = as_array("values", self.values, ndim=2)
+        titles = tuple(str(t) for t in self.titles)
+        if not len(titles) == keys.shape[0] == values.shape[0]:
+            raise ValueError(f"titles ({len(titles)}), keys {keys.shape} and values "
+                             f"{values.shape} must describe the same number of books")
+        if len(set(titles)) != len(titles):
+            raise ValueError(f"titles must be unique, got {titles}")
+        object.__setattr__(self, "titles", titles)
+        object.__setattr__(self, "keys", keys)
+        object.__setattr__(self, "values", values)
+
+    @property
+    def n_books(self) -> int:
+        return len(self.titles)
+
+    def as_dict(self) -> dict:
+        """The library as a Python dict: title -> value vector (exact lookup only)."""
+        return dict(zip(self.titles, self.values))
+
+
+def demo_library() -> Library:
+    """Five books; keys in 2-D (about AI, about food), values in 3-D (AI facts, recipes, history)."""
+    titles = ("Attention Explained", "Deep Learning Basics", "Kitchen Chemistry",
+              "Robot Chefs", "A History of Libraries")
+    keys = np.array([[2.0, 0.0],    # pure AI
+                     [1.5, -0.5],   # AI, a little "anti-food"
+                     [0.0, 2.0],    # pure food
+                     [1.2, 1.2],    # both
+                     [-1.0, -0.5]])  # neither
+    values = np.array([[0.9, 0.0, 0.1],
+                       [0.8, 0.0, 0.2],
+                       [0.0, 0.9, 0.1],
+                       [0.5, 0.5, 0.0],
+                       [0.0, 0.1, 0.9]])
+    return Library(titles, keys, values)
+
+
+DEMO_QUERY = np.array([1.5, 0.5])  # "mostly AI, a little food"
+
+
+def _query(query, library: Library) -> np.ndarray:
+    query = as_array("query", query, ndim=1)
+    if query.shape[0] != library.keys.shape[1]:
+        raise ValueError(f"query has shape {query.shape} but the keys have d_k = "
+                         f"{library.keys.shape[1]} (keys shape {library.keys.shape})")
+    return query
+
+
+def dictionary_lookup(title: str, library: Library):
+    """Exact-match lookup: the value stored under ``title``, or None if no such title."""
+    return library.as_dict().get(title)
+
+
+def scores(query, library: Library) -> np.ndarray:
+    """Match score of every book: ``keys @ query``, shape (n_books,)."""
+    q = _query(query, library)
+    return attention_scores(q[None, :], library.keys, scale=False)[0]  # (1, d_k) @ (d_k, n) -> (n,)
+
+
+def hard_lookup(query, library: Library) -> int:
+    """Index of the best-matching book (ties go to the first)."""
+    return int(np.argmax(scores(query, library)))
+
+
+def hard_weights(query, library: Library) -> np.ndarray:
+    """One-hot weights (n_books,) on the best-matching book."""
+    w = np.zeros(library.n_books)
+    w[hard_lookup(query, library)] = 1.0
+    return w
+
+
+def soft_lookup(query, library: Library, temperature: float = 1.0):
+    """Soft attention over the books: ``(output (d_v,), weights (n_books,))``."""
+    q = _query(query, library)
+    temperature = positive_number("temperature", temperature)
+    out, w = scaled_dot_product_attention(q[None, :], library.keys, library.values,
+                                          scale=False, temperature=temperature)
+    return out[0], w[0]  # (1, d_v), (1, n) -> (d_v,), (n,)
+
+
+def weights_vs_temperature(query, library: Library, temperatures) -> np.ndarray:
+    """Soft-lookup weights for each temperature: shape (len(temperatures), n_books)."""
+    temps = as_array("temperatures", temperatures, ndim=1)
+    return np.stack([soft_lookup(query, library, t)[1] for t in temps])
+
+
+def uniform_weights(library: Library) -> np.ndarray:
+    """The infinitely hot limit: every book weighted 1 / n_books."""
+    return np.full(library.n_books, 1.0 / library.n_books)
+
+
+# "Every token is both reader and book": a 4-token sentence whose tokens
+# carry hand-made features, and hand-made projections that turn each token
+# into a query (what it looks for), a key (what it offers) and a value.
+TOKEN_FEATURES = ("noun", "verb", "determiner")
+
+
+def toy_sentence():
+    """Tokens, X (4, 3) and hand-set W_q, W_k (3, 2), W_v (3, 3).
+
+    Key axis 0 = "I am a noun", axis 1 = "I am a verb". The verb's query
+    looks for nouns, the nouns' queries look for the verb and the
+    determiner's query looks for nouns, so reading the weights tells a story.
+    """
+    tokens = ("the", "cat", "sat", "down")
+    X = np.array([[0.0, 0.0, 1.0],   # the: determiner
+                  [1.0, 0.0, 0.0],   # cat: noun
+                  [0.0, 1.0, 0.0],   # sat: verb
+                  [0.2, 0.3, 0.0]])  # down: a bit of both
+    W_q = np.array([[0.0, 2.0],   # a noun asks for a verb
+                    [2.0, 0.0],   # a verb asks for a noun
+                    [2.0, 0.0]])  # a determiner asks for a noun
+    W_k = np.array([[2.0, 0.0],   # a noun offers "noun"
+                    [0.0, 2.0],   # a verb offers "verb"
+                    [0.0, 0.0]])  # a determiner offers nothing
+    W_v = np.eye(3)               # value = the token's own features
+    return tokens, X, W_q, W_k, W_v

@@ -1,0 +1,327 @@
+"""The saturation bug, reproduced: a tiny retrieval task trained with and without 1/sqrt(d_k).
+
+Task. Each example is a sequence of ``seq_len`` random key tokens x_j (d_model,
+unit variance per component) carrying random labels y_j in 0..n_classes-1, and
+``seq_len`` queries: the same tokens in a shuffled order. Query i must find its
+own token among the keys and answer that token's label.
+
+Model. One attention layer whose only learnable parameters are W_q and W_k
+(d_model, d_k). The value of key j is its label as a one-hot vector, so the
+attention output is "how much weight sits on each label"; a fixed readout
+(``readout_gain`` times that) gives the class logits and a cross-entropy loss.
+The loss therefore sits *behind* the softmax, as in a real network, and every
+gradient reaching W_q and W_k must pass through the softmax Jacobian.
+
+Everything is torch (float32, CPU), seeded and single-threaded, so a run is
+bit-for-bit reproducible. Results come back as numpy arrays.
+"""
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from qkv_viz.core.diagnostics import score_std
+
+
+@dataclass(frozen=True)
+class SaturationConfig:
+    """One training run. ``scale``: True (1/sqrt(d_k)), False (none) or a number."""
+
+    d_k: int = 512
+    scale: object = True
+    d_model: int = 64
+    seq_len: int = 16
+    n_classes: int = 8
+    batch_size: int = 8
+    steps: int = 150
+    lr: float = 1e-3
+    init_std: float | None = None  # None -> 1/sqrt(d_model), so q and k have unit variance
+    readout_gain: float = 6.0
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("d_k", "d_model", "seq_len", "n_classes", "batch_size", "steps"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.n_classes < 2 or self.steps < 3:
+            raise ValueError(f"need n_classes >= 2 and steps >= 3, got {self.n_classes}, {self.steps}")
+        self.factor  # validates scale
+
+    @property
+    def factor(self) -> float:
+        """The number multiplying q . k (1/sqrt(d_k) when scale is True)."""
+        if self.scale is True:
+            return 1.0 / math.sqrt(self.d_k)
+        if self.scale is False or self.scale is None:
+            return 1.0
+        if isinstance(self.scale, (int, float)) and self.scale > 0:
+            return float(self.scale)
+        raise ValueError(f"scale must be True, False or a number > 0, got {self.scale!r}")
+
+
+@dataclass
+class SaturationResult:
+    """Per-step records (numpy, length ``steps``) and attention snapshots of a probe example.
+
+    grad_norm_q/k: norm of the batch gradient on W_q/W_k (what the optimiser sees).
+    grad_q_median: median over the batch's queries of the norm of each query's
+    *own* gradient on W_q (the typical example's contribution).
+    entropy (nats) and max_weight are means over all attention rows.
+    snapshots: {step: (scores (T, T), weights (T, T))} of one fixed probe example;
+    targets (T,): the key index each query of the probe should attend to.
+    """
+
+    config: SaturationConfig
+    steps: np.ndarray
+    loss: np.ndarray
+    acc: np.ndarray
+    grad_norm_q: np.ndarray
+    grad_norm_k: np.ndarray
+    grad_q_median: np.ndarray
+    entropy: np.ndarray
+    max_weight: np.ndarray
+    score_std: np.ndarray
+    snapshots: dict = field(default_factory=dict)
+    targets: np.ndarray | None = None
+    init_grad_per_query: np.ndarray | None = None  # (B*T,) per-query |grad W_q| at step 0
+
+    def final_acc(self, window: int = 20) -> float:
+        """Mean training accuracy over the last ``window`` steps (fresh data every step)."""
+        return self.acc_at(len(self.acc), min(window, len(self.acc)))
+
+    def acc_at(self, step: int, window: int = 20) -> float:
+        """Mean training accuracy over the ``window`` steps before ``step``."""
+        if not window <= step <= len(self.acc):
+            raise ValueError(f"need window <= step <= {len(self.acc)}, got step={step}, window={window}")
+        return float(self.acc[step - window:step].mean())
+
+    def steps_to(self, acc: float = 0.9, window: int = 10) -> int | None:
+        """First step at which the ``window``-step running accuracy reaches ``acc`` (None: never)."""
+        running = np.convolve(self.acc, np.ones(window) / window, mode="valid")
+        hits = np.flatnonzero(running >= acc)
+        return int(hits[0] + window - 1) if hits.size else None
+
+
+@contextmanager
+def _deterministic_torch(threads: int = 1):
+    """Single-threaded, deterministic torch for the duration of a run."""
+    old_threads, old_det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old_threads)
+        torch.use_deterministic_algorithms(old_det)
+
+
+class Adam:
+    """Plain Adam with torch.optim.Adam's defaults (betas 0.9, 0.999; eps 1e-8), same update.
+
+    Written out because the first torch.optim optimiser built in a process costs
+    about a second of imports, a large share of this chapter's time budget.
+    """
+
+    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        self.params, self.lr, self.betas, self.eps, self.t = list(params), lr, betas, eps, 0
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros_like(p) for p in self.params]
+
+    def zero_grad(self):
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self):
+        self.t += 1
+        b1, b2 = self.betas
+        for p, m, v in zip(self.params, self.m, self.v):
+            m.lerp_(p.grad, 1 - b1)  # m = b1 m + (1 - b1) g
+            v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)  # v = b2 v + (1 - b2) g^2
+            denom = (v.sqrt() / (1 - b2 ** self.t) ** 0.5).add_(self.eps)
+            p.addcdiv_(m, denom, value=-self.lr / (1 - b1 ** self.t))
+
+
+def make_batch(gen: torch.Generator, cfg: SaturationConfig):
+    """One batch: keys x (B, T, d_model), labels (B, T), queries (B, T, d_model), targets (B, T).
+
+    targets[b, i] is the key index query i must attend to; queries are the keys shuffled.
+    """
+    B, T = cfg.batch_size, cfg.seq_len
+    x = torch.randn(B, T, cfg.d_model, generator=gen)  # (B, T, d_model), unit variance
+    labels = torch.randint(0, cfg.n_classes, (B, T), generator=gen)  # (B, T)
+    targets = torch.argsort(torch.rand(B, T, generator=gen), dim=-1)  # (B, T) random permutations
+    queries = torch.gather(x, 1, targets[..., None].expand(-1, -1, cfg.d_model))  # (B, T, d_model)
+    return x, labels, queries, targets
+
+
+def init_qk_params(cfg: SaturationConfig):
+    """W_q, W_k (d_model, d_k) with std ``init_std`` (default 1/sqrt(d_model)), seeded."""
+    gen = torch.Generator().manual_seed(cfg.seed)
+    std = cfg.init_std if cfg.init_std is not None else 1.0 / math.sqrt(cfg.d_model)
+    W_q = torch.randn(cfg.d_model, cfg.d_k, generator=gen) * std
+    W_k = torch.randn(cfg.d_model, cfg.d_k, generator=gen) * std
+    return W_q.requires_grad_(), W_k.requires_grad_()
+
+
+def forward(W_q, W_k, batch, cfg: SaturationConfig):
+    """Scores, weights, logits and loss for one batch (all torch)."""
+    x, labels, queries, targets = batch
+    q = queries @ W_q  # (B, T, d_model) @ (d_model, d_k) -> (B, T, d_k)
+    k = x @ W_k  # (B, T, d_model) @ (d_model, d_k) -> (B, T, d_k)
+    scores = (q @ k.transpose(-1, -2)) * cfg.factor  # (B, T, d_k) @ (B, d_k, T) -> (B, T, T)
+    weights = torch.softmax(scores, dim=-1)  # (B, T, T)
+    values = F.one_hot(labels, cfg.n_classes).float()  # (B, T, C)
+    mass = weights @ values  # (B, T, T) @ (B, T, C) -> (B, T, C): weight on each label
+    logits = cfg.readout_gain * mass
+    answer = torch.gather(labels, 1, targets)  # (B, T): label of the key each query seeks
+    loss = F.cross_entropy(logits.reshape(-1, cfg.n_classes), answer.reshape(-1))  # (B*T, C)
+    acc = (logits.argmax(-1) == answer).float().mean()
+    return dict(q=q, k=k, scores=scores, weights=weights, logits=logits, answer=answer,
+                loss=loss, acc=acc)
+
+
+def per_query_grad_norms(out: dict, queries, cfg: SaturationConfig) -> torch.Tensor:
+    """Norm of each query's own gradient on W_q, (B*T,), from d loss / d scores.
+
+    Query (b, i) touches W_q only through q_bi = x_bi W_q, so its gradient is the
+    outer product x_bi^T (factor * sum_j dL/ds_bij k_bj); the norm of an outer
+    product is the product of the two norms. Multiplied by B*T to undo the mean
+    in the loss, so it is the gradient of that query's own loss.
+    """
+    d_scores = out["scores"].grad  # (B, T, T)
+    g_q = (d_scores @ out["k"].detach()) * cfg.factor  # (B, T, T) @ (B, T, d_k) -> (B, T, d_k)
+    n = cfg.batch_size * cfg.seq_len
+    return (queries.norm(dim=-1) * g_q.norm(dim=-1)).reshape(-1) * n  # (B*T,)
+
+
+def _row_stats(weights: torch.Tensor, scores: torch.Tensor):
+    """Mean entropy (nats), mean max weight and mean per-row score std."""
+    ent = -(weights * torch.log(weights.clamp_min(1e-30))).sum(-1)  # (B, T)
+    return ent.mean().item(), weights.max(-1).values.mean().item(), scores.std(-1).mean().item()
+
+
+def train_retrieval(cfg: SaturationConfig, snapshot_steps=None) -> SaturationResult:
+    """Train W_q, W_k with Adam on fresh batches; record every step (see SaturationResult).
+
+    The data stream depends only on ``cfg.seed``, so runs differing only in ``scale``
+    see the same batches from the same initial weights. Snapshots are taken on one
+    fixed probe example, so start, middle and end show the same sequence.
+    """
+    if snapshot_steps is None:
+        snapshot_steps = (0, cfg.steps // 2, cfg.steps - 1)
+    with _deterministic_torch():
+        W_q, W_k = init_qk_params(cfg)
+        opt = Adam([W_q, W_k], lr=cfg.lr)
+        gen = torch.Generator().manual_seed(10_000 + cfg.seed)
+        probe = make_batch(torch.Generator().manual_seed(20_000 + cfg.seed), replace(cfg, batch_size=1))
+        rec, snaps, init_grads = {k: [] for k in _RECORDED}, {}, None
+        for step in range(cfg.steps):
+            batch = make_batch(gen, cfg)
+            out = forward(W_q, W_k, batch, cfg)
+            out["scores"].retain_grad()
+            opt.zero_grad()
+            out["loss"].backward()
+            per_query = per_query_grad_norms(out, batch[2], cfg)  # (B*T,)
+            _record(rec, out, W_q, W_k, per_query)
+            if step == 0:
+                init_grads = _np(per_query)
+            if step in snapshot_steps:
+                snaps[step] = _snapshot(W_q, W_k, probe, cfg)
+            opt.step()
+    arrays = {k: np.asarray(v, dtype=np.float64) for k, v in rec.items()}
+    return SaturationResult(cfg, np.arange(cfg.steps), snapshots=snaps, targets=probe[3][0].numpy().copy(),
+                            init_grad_per_query=init_grads, **arrays)
+
+
+def _snapshot(W_q, W_k, probe, cfg: SaturationConfig):
+    """(scores (T, T), weights (T, T)) of the probe example with the current weights."""
+    with torch.no_grad():
+        out = forward(W_q, W_k, probe, cfg)
+    return _np(out["scores"][0]), _np(out["weights"][0])
+
+
+_RECORDED = ("loss", "acc", "grad_norm_q", "grad_norm_k", "grad_q_median",
+             "entropy", "max_weight", "score_std")
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().double().numpy().copy()
+
+
+def _record(rec: dict, out: dict, W_q, W_k, per_query: torch.Tensor):
+    ent, max_w, s_std = _row_stats(out["weights"].detach(), out["scores"].detach())
+    values = (out["loss"].item(), out["acc"].item(), W_q.grad.norm().item(),
+              W_k.grad.norm().item(), per_query.median().item(), ent, max_w, s_std)
+    for key, value in zip(_RECORDED, values):
+        rec[key].append(value)
+
+
+def run_three(d_k: int = 512, seed: int = 0, over_scale=None, **overrides) -> dict:
+    """The chapter's three runs at one d_k: {"scaled", "unscaled", "over-scaled"}.
+
+    ``over_scale`` is the factor of the third run (default 1/d_k: logits too small).
+    """
+    base = SaturationConfig(d_k=d_k, seed=seed, **overrides)
+    over = over_scale if over_scale is not None else 1.0 / d_k
+    return {"scaled": train_retrieval(replace(base, scale=True)),
+            "unscaled": train_retrieval(replace(base, scale=False)),
+            "over-scaled": train_retrieval(replace(base, scale=over))}
+
+
+def run_pair(d_k: int = 512, seed: int = 0, **overrides) -> dict:
+    """Scaled and unscaled runs of the same model, data and seed: {"scaled", "unscaled"}."""
+    base = SaturationConfig(d_k=d_k, seed=seed, **overrides)
+    return {"scaled": train_retrieval(replace(base, scale=True)),
+            "unscaled": train_retrieval(replace(base, scale=False))}
+
+
+def seed_sweep(seeds=(0, 1, 2), d_k: int = 512, steps: int = 60, **overrides) -> list:
+    """Scaled vs unscaled for several seeds: one dict of headline numbers per seed.
+
+    Keys: seed, scaled_acc, unscaled_acc (mean accuracy of the last 20 of ``steps``),
+    scaled_to_90, unscaled_to_90 (steps to 90 % accuracy, None if not reached),
+    grad_ratio (batch |grad W_q| at step 0, scaled / unscaled) and median_grad_ratio
+    (the same for the median query).
+    """
+    rows = []
+    for seed in seeds:
+        pair = run_pair(d_k, seed, steps=steps, **overrides)
+        s, u = pair["scaled"], pair["unscaled"]
+        rows.append(dict(seed=seed, scaled_acc=s.final_acc(), unscaled_acc=u.final_acc(),
+                         scaled_to_90=s.steps_to(0.9), unscaled_to_90=u.steps_to(0.9),
+                         grad_ratio=s.grad_norm_q[0] / u.grad_norm_q[0],
+                         median_grad_ratio=s.grad_q_median[0] / u.grad_q_median[0]))
+    return rows
+
+
+def summary_table(runs: dict) -> str:
+    """A fixed-width text table of the key numbers of each run (rounded, deterministic)."""
+    head = f"{'run':<12}{'score std':>10}{'entropy':>9}{'max w':>7}{'|g_Wq| batch':>13}" \
+           f"{'|g_Wq| median':>14}{'acc@end':>9}{'steps to 90%':>14}"
+    lines = [head, "  (first four columns at step 0)"]
+    for name, r in runs.items():
+        reach = r.steps_to(0.9)
+        lines.append(f"{name:<12}{r.score_std[0]:>10.2f}{r.entropy[0]:>9.2f}{r.max_weight[0]:>7.2f}"
+                     f"{r.grad_norm_q[0]:>13.2g}{r.grad_q_median[0]:>14.1e}{r.final_acc():>9.2f}"
+                     f"{'never' if reach is None else reach:>14}")
+    return "\n".join(lines)
+
+
+def diagnose(scores, low: float = 0.3, high: float = 3.0) -> str:
+    """Read an attention failure off the scores (..., T, S) before softmax.
+
+    Mean row std of the scores below ``low``: "uniform" (logits too small, every
+    key gets about 1/S); above ``high``: "saturated" (near one-hot rows, almost no
+    gradient through the softmax for most rows); otherwise "healthy".
+    """
+    spread = float(np.mean(score_std(scores)))
+    if spread < low:
+        return "uniform"
+    return "saturated" if spread > high else "healthy"

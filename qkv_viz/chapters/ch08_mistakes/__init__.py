@@ -1,0 +1,1 @@
+"""Chapter 08: mistakes."""

@@ -1,0 +1,74 @@
+"""How sharp is an attention row? Per-query diagnostics.
+
+All functions work on the last axis: ``weights`` (..., T, S) -> (..., T).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .validate import as_array
+
+
+def _weights(weights) -> np.ndarray:
+    w = as_array("weights", weights)
+    if np.any(w < -1e-12):
+        raise ValueError(f"weights must be non-negative (shape {w.shape}); did you pass scores?")
+    return w
+
+
+def entropy(weights) -> np.ndarray:
+    """Shannon entropy (nats) of each row: 0 for one-hot, log(S) for uniform."""
+    w = _weights(weights)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(w > 0, w * np.log(w), 0.0)
+    return -terms.sum(axis=-1)
+
+
+def effective_tokens(weights) -> np.ndarray:
+    """exp(entropy): how many keys a row effectively attends to (1 .. S)."""
+    return np.exp(entropy(weights))
+
+
+def max_weight(weights) -> np.ndarray:
+    """Largest weight of each row: 1/S for uniform, 1 for one-hot."""
+    return _weights(weights).max(axis=-1)
+
+
+def softmax_grad_norm(weights) -> np.ndarray:
+    """Frobenius norm of the softmax Jacobian ``diag(p) - p p^T`` for each row.
+
+    Computed without building the (S, S) matrix:
+    ||J||_F^2 = sum_i p_i^2 (1 - p_i)^2 + sum_i p_i^2 sum_{j != i} p_j^2.
+    It is 0 for a one-hot row (saturated: no gradient flows back to the
+    scores) and about 1/sqrt(S) for a uniform row. Near one-hot, ``1 - p_max``
+    and ``sum_{j != max} p_j^2`` are summed from the small entries rather than
+    subtracted from 1, so the tiny gradients of saturated rows stay accurate.
+    """
+    p = _weights(weights)
+    top = p.argmax(axis=-1)[..., None]  # (..., 1) index of the largest weight
+    is_top = np.arange(p.shape[-1]) == top  # (..., S)
+    rest = np.where(is_top, 0.0, p)  # every weight but the largest
+    one_minus = np.where(is_top, rest.sum(-1, keepdims=True), 1.0 - p)  # 1 - p_i
+    sq = p ** 2
+    others_sq = np.where(is_top, (rest ** 2).sum(-1, keepdims=True),
+                         sq.sum(-1, keepdims=True) - sq)  # sum_{j != i} p_j^2
+    return np.sqrt((sq * one_minus ** 2 + sq * others_sq).sum(-1))
+
+
+def score_std(scores) -> np.ndarray:
+    """Standard deviation of each row of scores (the logits before softmax)."""
+    return as_array("scores", scores).std(axis=-1)
+
+
+def summarize(scores, weights) -> dict:
+    """Means over all rows of the diagnostics above, as plain floats.
+
+    Keys: score_std, max_weight, entropy, effective_tokens, grad_norm.
+    """
+    return {
+        "score_std": float(np.mean(score_std(scores))),
+        "max_weight": float(np.mean(max_weight(weights))),
+        "entropy": float(np.mean(entropy(weights))),
+        "effective_tokens": float(np.mean(effective_tokens(weights))),
+        "grad_norm": float(np.mean(softmax_grad_norm(weights))),
+    }

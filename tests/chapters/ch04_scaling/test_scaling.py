@@ -1,0 +1,68 @@
+import numpy as np
+import pytest
+
+from qkv_viz.core.diagnostics import max_weight, softmax_grad_norm
+from qkv_viz.chapters.ch04_scaling.scaling import (diagnostics_vs_dk, fit_loglog_slope, init_score_std, random_qk,
+                             score_variance, softmax_vs_logit_scale, weights_at_dk)
+from qkv_viz.core.softmax import softmax
+
+
+def test_unscaled_variance_grows_like_d_k_and_scaled_stays_near_one():
+    r = score_variance([1, 4, 16, 64, 256], n_samples=3000, seed=1)
+    np.testing.assert_allclose(r["unscaled"] / r["d_k"], 1.0, rtol=0.15)
+    np.testing.assert_allclose(r["scaled"], 1.0, rtol=0.15)
+    assert fit_loglog_slope(r["d_k"], r["unscaled"]) == pytest.approx(1.0, abs=0.05)
+
+
+def test_score_variance_is_seeded():
+    a, b = score_variance([8], seed=3), score_variance([8], seed=3)
+    assert a["unscaled"][0] == b["unscaled"][0]
+    assert a["unscaled"][0] != score_variance([8], seed=4)["unscaled"][0]
+
+
+def test_init_score_std_through_projections():
+    r = init_score_std([4, 64, 256], d_model=128, n=48, seed=0)
+    np.testing.assert_allclose(r["unscaled"], np.sqrt(r["d_k"]), rtol=0.25)
+    np.testing.assert_allclose(r["scaled"], 1.0, rtol=0.25)
+
+
+def test_softmax_saturates_as_logits_grow():
+    r = softmax_vs_logit_scale([0.0, 0.01, 1.0, 100.0], S=8, n_rows=64, seed=0)
+    assert r["max_weight"][0] == pytest.approx(1 / 8)
+    assert r["entropy"][0] == pytest.approx(np.log(8))
+    assert r["max_weight"][-1] > 0.95
+    assert r["grad_norm"][-1] < 0.1 * r["grad_norm"][0]
+    uniform = np.full(8, 1 / 8)
+    assert r["grad_norm"][0] == pytest.approx(softmax_grad_norm(uniform))
+
+
+def test_weights_at_dk_matches_softmax_of_scaled_dot_products():
+    q, k = random_qk(16, 5, 7, seed=2)
+    scores, weights = weights_at_dk(16, T=5, S=7, seed=2, scale=True)
+    np.testing.assert_allclose(scores, q @ k.T / 4.0)
+    np.testing.assert_allclose(weights, softmax(q @ k.T / 4.0))
+    _, unscaled = weights_at_dk(16, T=5, S=7, seed=2, scale=False)
+    assert max_weight(unscaled).mean() > max_weight(weights).mean()
+
+
+def test_diagnostics_vs_dk_unscaled_sharpens_scaled_does_not():
+    d_ks = [1, 16, 256]
+    s = diagnostics_vs_dk(d_ks, T=16, S=16, seed=0, scale=True)
+    u = diagnostics_vs_dk(d_ks, T=16, S=16, seed=0, scale=False)
+    assert u["score_std"][-1] > 8 * s["score_std"][-1]
+    assert u["max_weight"][-1] > 0.8 and s["max_weight"][-1] < 0.5
+    assert u["grad_norm"][-1] < s["grad_norm"][-1]
+    np.testing.assert_array_equal(s["d_k"], d_ks)
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="d_ks"):
+        score_variance([0, 4])
+    with pytest.raises(ValueError, match="d_ks"):
+        score_variance([])
+    with pytest.raises(ValueError, match="multipliers"):
+        softmax_vs_logit_scale([-1.0, 1.0])
+    with pytest.raises(ValueError, match="scale"):
+        diagnostics_vs_dk([4], scale=-2.0)
+    with pytest.raises(ValueError):
+        fit_loglog_slope([1, 2], [1, -2])

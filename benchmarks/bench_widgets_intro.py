@@ -25,7 +25,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from qkv_viz.chapters.ch01_library import figures as widgets_intro  # noqa: E402
+from qkv_viz.chapters.ch01_library.widget import library_widget  # noqa: E402
+from qkv_viz.chapters.ch02_projections.figures import config_calculator  # noqa: E402
 
 STEPS = 30
 
@@ -45,14 +46,14 @@ def _time_steps(control, values) -> list:
 
 
 def bench_library(plot: bool) -> None:
-    w = widgets_intro.library_widget(show_plot=plot)
+    w = library_widget(show_plot=plot)
     times = _time_steps(w.temperature, np.geomspace(0.01, 100, STEPS))
     print(f"BENCH library_widget plot={int(plot)} {_stats(times)}", flush=True)
 
 
 def bench_calculator() -> None:
-    w = widgets_intro.config_calculator()
-    times = _time_steps(w.boxes["n"], [int(n) for n in np.geomspace(16, 8192, STEPS)])
+    w = config_calculator()
+    times = _time_steps(w.boxes["T"], [int(n) for n in np.geomspace(16, 8192, STEPS)])
     print(f"BENCH config_calculator {_stats(times)}", flush=True)
 
 

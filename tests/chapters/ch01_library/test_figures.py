@@ -8,7 +8,8 @@ import pytest  # noqa: E402
 
 from qkv_viz import BERT_BASE, AttentionConfig, attention_flops, param_count  # noqa: E402
 from qkv_viz.chapters.ch01_library.library import DEMO_QUERY, demo_library, soft_lookup  # noqa: E402
-from qkv_viz.chapters.ch01_library.figures import (library_small_multiples, library_widget,  # noqa: E402
+from qkv_viz.chapters.ch01_library.widget import library_widget  # noqa: E402
+from qkv_viz.chapters.ch01_library.figures import (library_small_multiples,  # noqa: E402
                                                   plot_library, plot_weight_bars)
 
 

@@ -13,7 +13,9 @@ The loss therefore sits *behind* the softmax, as in a real network, and every
 gradient reaching W_q and W_k must pass through the softmax Jacobian.
 
 Everything is torch (float32, CPU), seeded and single-threaded, so a run is
-bit-for-bit reproducible. Results come back as numpy arrays.
+bit-for-bit reproducible. Results come back as numpy arrays. The config is
+validated and the row diagnostics (score spread, entropy, max weight) are
+computed by the numpy core (``qkv_viz.core``), so there is one source of truth.
 """
 from __future__ import annotations
 
@@ -25,12 +27,35 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from qkv_viz.core.diagnostics import score_std
+from qkv_viz.core.attention import resolve_scale
+from qkv_viz.core.diagnostics import score_std, summarize
+from qkv_viz.core.validate import positive_int, positive_number
+
+# The chapter's runs, by name. "small init" is the control: no 1/sqrt(d_k) factor,
+# but W_q, W_k initialised small enough that the scores start with std about 1.
+RUNS = ("scaled", "unscaled", "over-scaled", "small init")
+
+
+def control_init_std(d_model: int, d_k: int) -> float:
+    """Init std of W_q, W_k that gives *unscaled* scores a std of about 1 at step 0.
+
+    With unit-variance inputs, q = x W_q has entries of variance d_model * std^2,
+    and q . k has variance d_k * (d_model * std^2)^2. Setting that to 1 gives
+    std = 1 / (sqrt(d_model) * d_k^(1/4)): the usual 1/sqrt(d_model) shrunk by
+    d_k^(1/4) on each of W_q and W_k, i.e. 1/sqrt(d_k) on their product.
+    """
+    d_model, d_k = positive_int("d_model", d_model), positive_int("d_k", d_k)
+    return 1.0 / (math.sqrt(d_model) * d_k ** 0.25)
 
 
 @dataclass(frozen=True)
 class SaturationConfig:
-    """One training run. ``scale``: True (1/sqrt(d_k)), False (none) or a number."""
+    """One training run. ``scale``: True (1/sqrt(d_k)), False/None (none) or a finite number > 0.
+
+    Every field is checked with the core's validators (``positive_int``,
+    ``positive_number``, ``resolve_scale``), so this config accepts exactly
+    what the numpy maths accepts.
+    """
 
     d_k: int = 512
     scale: object = True
@@ -46,23 +71,21 @@ class SaturationConfig:
 
     def __post_init__(self):
         for name in ("d_k", "d_model", "seq_len", "n_classes", "batch_size", "steps"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(name, getattr(self, name))
         if self.n_classes < 2 or self.steps < 3:
             raise ValueError(f"need n_classes >= 2 and steps >= 3, got {self.n_classes}, {self.steps}")
+        positive_number("lr", self.lr)
+        positive_number("readout_gain", self.readout_gain)
+        if self.init_std is not None:
+            positive_number("init_std", self.init_std)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise TypeError(f"seed must be an int >= 0, got {self.seed!r}")
         self.factor  # validates scale
 
     @property
     def factor(self) -> float:
-        """The number multiplying q . k (1/sqrt(d_k) when scale is True)."""
-        if self.scale is True:
-            return 1.0 / math.sqrt(self.d_k)
-        if self.scale is False or self.scale is None:
-            return 1.0
-        if isinstance(self.scale, (int, float)) and self.scale > 0:
-            return float(self.scale)
-        raise ValueError(f"scale must be True, False or a number > 0, got {self.scale!r}")
+        """The number multiplying q . k: the core's ``resolve_scale(scale, d_k)``."""
+        return float(resolve_scale(self.scale, self.d_k))
 
 
 @dataclass
@@ -201,12 +224,6 @@ def per_query_grad_norms(out: dict, queries, cfg: SaturationConfig) -> torch.Ten
     return (queries.norm(dim=-1) * g_q.norm(dim=-1)).reshape(-1) * n  # (B*T,)
 
 
-def _row_stats(weights: torch.Tensor, scores: torch.Tensor):
-    """Mean entropy (nats), mean max weight and mean per-row score std."""
-    ent = -(weights * torch.log(weights.clamp_min(1e-30))).sum(-1)  # (B, T)
-    return ent.mean().item(), weights.max(-1).values.mean().item(), scores.std(-1).mean().item()
-
-
 def train_retrieval(cfg: SaturationConfig, snapshot_steps=None) -> SaturationResult:
     """Train W_q, W_k with Adam on fresh batches; record every step (see SaturationResult).
 
@@ -256,46 +273,65 @@ def _np(t: torch.Tensor) -> np.ndarray:
 
 
 def _record(rec: dict, out: dict, W_q, W_k, per_query: torch.Tensor):
-    ent, max_w, s_std = _row_stats(out["weights"].detach(), out["scores"].detach())
+    """Append one step's numbers; the row diagnostics come from the numpy core (one source of truth)."""
+    d = summarize(_np(out["scores"]), _np(out["weights"]))  # means over all B*T rows
     values = (out["loss"].item(), out["acc"].item(), W_q.grad.norm().item(),
-              W_k.grad.norm().item(), per_query.median().item(), ent, max_w, s_std)
+              W_k.grad.norm().item(), per_query.median().item(),
+              d["entropy"], d["max_weight"], d["score_std"])
     for key, value in zip(_RECORDED, values):
         rec[key].append(value)
 
 
-def run_three(d_k: int = 512, seed: int = 0, over_scale=None, **overrides) -> dict:
-    """The chapter's three runs at one d_k: {"scaled", "unscaled", "over-scaled"}.
+def config_for(name: str, base: SaturationConfig) -> SaturationConfig:
+    """The config of one of the chapter's named runs (see ``RUNS``), built from ``base``.
 
-    ``over_scale`` is the factor of the third run (default 1/d_k: logits too small).
+    scaled: factor 1/sqrt(d_k); unscaled: factor 1; over-scaled: factor 1/d_k
+    (logits too small); small init: factor 1 and W_q, W_k drawn with
+    ``control_init_std`` so the step-0 scores equal the scaled run's.
     """
+    if name == "scaled":
+        return replace(base, scale=True, init_std=None)
+    if name == "unscaled":
+        return replace(base, scale=False, init_std=None)
+    if name == "over-scaled":
+        return replace(base, scale=1.0 / base.d_k, init_std=None)
+    if name == "small init":
+        return replace(base, scale=False, init_std=control_init_std(base.d_model, base.d_k))
+    raise ValueError(f"run name must be one of {RUNS}, got {name!r}")
+
+
+def run_named(names=RUNS, d_k: int = 512, seed: int = 0, **overrides) -> dict:
+    """Train each named run (same data, same seed) at one d_k: {name: SaturationResult}."""
     base = SaturationConfig(d_k=d_k, seed=seed, **overrides)
-    over = over_scale if over_scale is not None else 1.0 / d_k
-    return {"scaled": train_retrieval(replace(base, scale=True)),
-            "unscaled": train_retrieval(replace(base, scale=False)),
-            "over-scaled": train_retrieval(replace(base, scale=over))}
+    return {name: train_retrieval(config_for(name, base)) for name in names}
+
+
+def run_three(d_k: int = 512, seed: int = 0, **overrides) -> dict:
+    """The first three runs: {"scaled", "unscaled", "over-scaled"}."""
+    return run_named(RUNS[:3], d_k, seed, **overrides)
 
 
 def run_pair(d_k: int = 512, seed: int = 0, **overrides) -> dict:
     """Scaled and unscaled runs of the same model, data and seed: {"scaled", "unscaled"}."""
-    base = SaturationConfig(d_k=d_k, seed=seed, **overrides)
-    return {"scaled": train_retrieval(replace(base, scale=True)),
-            "unscaled": train_retrieval(replace(base, scale=False))}
+    return run_named(RUNS[:2], d_k, seed, **overrides)
 
 
 def seed_sweep(seeds=(0, 1, 2), d_k: int = 512, steps: int = 60, **overrides) -> list:
-    """Scaled vs unscaled for several seeds: one dict of headline numbers per seed.
+    """Scaled, unscaled and the small-init control for several seeds: one dict per seed.
 
-    Keys: seed, scaled_acc, unscaled_acc (mean accuracy of the last 20 of ``steps``),
-    scaled_to_90, unscaled_to_90 (steps to 90 % accuracy, None if not reached),
-    grad_ratio (batch |grad W_q| at step 0, scaled / unscaled) and median_grad_ratio
-    (the same for the median query).
+    Keys: seed; scaled_acc, unscaled_acc, small_init_acc (mean accuracy of the last
+    20 of ``steps``); scaled_to_90, unscaled_to_90, small_init_to_90 (steps to 90 %
+    accuracy, None if not reached); grad_ratio (batch |grad W_q| at step 0, scaled /
+    unscaled) and median_grad_ratio (the same for the median query).
     """
     rows = []
     for seed in seeds:
-        pair = run_pair(d_k, seed, steps=steps, **overrides)
-        s, u = pair["scaled"], pair["unscaled"]
+        runs = run_named(("scaled", "unscaled", "small init"), d_k, seed, steps=steps, **overrides)
+        s, u, c = runs["scaled"], runs["unscaled"], runs["small init"]
         rows.append(dict(seed=seed, scaled_acc=s.final_acc(), unscaled_acc=u.final_acc(),
+                         small_init_acc=c.final_acc(),
                          scaled_to_90=s.steps_to(0.9), unscaled_to_90=u.steps_to(0.9),
+                         small_init_to_90=c.steps_to(0.9),
                          grad_ratio=s.grad_norm_q[0] / u.grad_norm_q[0],
                          median_grad_ratio=s.grad_q_median[0] / u.grad_q_median[0]))
     return rows

@@ -6,39 +6,112 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from qkv_viz import attention_scores, entropy, score_std, softmax  # noqa: E402
 from qkv_viz.chapters.ch05_saturation import exercises as ch05  # noqa: E402
-from qkv_viz.chapters.ch05_saturation.saturation import (SaturationConfig, diagnose, forward, init_qk_params,  # noqa: E402
-                                make_batch, per_query_grad_norms, run_three, seed_sweep,
-                                summary_table, train_retrieval)
+from qkv_viz import resolve_scale, summarize  # noqa: E402
+from qkv_viz.chapters.ch05_saturation.saturation import (RUNS, SaturationConfig, config_for,  # noqa: E402
+                                                         control_init_std, diagnose, forward, init_qk_params,
+                                                         make_batch, per_query_grad_norms, run_named, seed_sweep,
+                                                         summary_table, train_retrieval)
 from qkv_viz.chapters.ch05_saturation import plots as sp  # noqa: E402
 
 TINY = SaturationConfig(d_k=4, d_model=8, seq_len=5, n_classes=3, batch_size=2, steps=6)
 
 
 @pytest.fixture(scope="module")
-def three():
-    """The chapter's three runs at d_k = 512, seed 0, on a 60-step budget."""
-    return run_three(512, seed=0, steps=60)
+def four():
+    """The chapter's four runs at d_k = 512, seed 0, on a 60-step budget."""
+    return run_named(RUNS, 512, seed=0, steps=60)
+
+
+@pytest.fixture(scope="module")
+def three(four):
+    return {name: four[name] for name in RUNS[:3]}
 
 
 def test_config_rejects_bad_values():
     with pytest.raises(ValueError, match="d_k"):
         SaturationConfig(d_k=0)
+    with pytest.raises(TypeError, match="d_k"):
+        SaturationConfig(d_k=True)  # a bool is not a width (the old copy accepted it)
     with pytest.raises(ValueError, match="steps"):
         SaturationConfig(steps=2)
-    with pytest.raises(ValueError, match="scale"):
-        SaturationConfig(scale=-1.0)
+    for bad in (-1.0, 0.0, float("inf"), float("nan"), np.inf):
+        with pytest.raises(ValueError, match="scale"):
+            SaturationConfig(scale=bad)
+    with pytest.raises(ValueError, match="lr"):
+        SaturationConfig(lr=0.0)
+    with pytest.raises(ValueError, match="init_std"):
+        SaturationConfig(init_std=-0.1)
 
 
-def test_factor_matches_core_resolve_scale():
-    from qkv_viz import resolve_scale
-    for scale in (True, False, 0.25):
-        assert SaturationConfig(d_k=64, scale=scale).factor == pytest.approx(resolve_scale(scale, 64))
+def _core_factor(scale, d_k):
+    try:
+        return float(resolve_scale(scale, d_k))
+    except (TypeError, ValueError):
+        return None
+
+
+def _config_factor(scale, d_k):
+    try:
+        return SaturationConfig(d_k=d_k, scale=scale).factor
+    except (TypeError, ValueError):
+        return None
+
+
+@pytest.mark.parametrize("scale", [True, False, None, 0.25, 3, np.float32(0.5), np.float64(2.0), np.int64(2),
+                                   float("inf"), -np.float32(1.0), 0, "0.5", np.bool_(True), 1e-300])
+@pytest.mark.parametrize("d_k", [1, 7, 64, 512])
+def test_factor_agrees_with_core_resolve_scale(scale, d_k):
+    """The training config accepts exactly what the core accepts, with the same factor."""
+    assert _config_factor(scale, d_k) == _core_factor(scale, d_k)
+
+
+@settings(max_examples=200, deadline=None)
+@given(scale=st.one_of(st.booleans(), st.none(), st.integers(-5, 5),
+                       st.floats(allow_nan=True, allow_infinity=True)),
+       d_k=st.integers(1, 4096))
+def test_factor_agrees_with_core_on_random_inputs(scale, d_k):
+    assert _config_factor(scale, d_k) == _core_factor(scale, d_k)
+
+
+def test_control_init_std_gives_unit_score_spread():
+    """Measured: with control_init_std and no factor, q . k has std about 1 (theory exactly 1)."""
+    gen = torch.Generator().manual_seed(0)
+    for d_model, d_k in ((64, 512), (32, 16)):
+        std = control_init_std(d_model, d_k)
+        x = torch.randn(4000, d_model, generator=gen, dtype=torch.float64)
+        W_q = torch.randn(d_model, d_k, generator=gen, dtype=torch.float64) * std
+        W_k = torch.randn(d_model, d_k, generator=gen, dtype=torch.float64) * std
+        dots = ((x[:2000] @ W_q) * (x[2000:] @ W_k)).sum(-1)  # (2000,) independent pairs
+        assert dots.std().item() == pytest.approx(1.0, rel=0.15)
+    assert control_init_std(64, 512) == pytest.approx(1 / 8 / 512 ** 0.25)
+    with pytest.raises(ValueError, match="d_k"):
+        control_init_std(64, 0)
+
+
+def test_config_for_names():
+    base = SaturationConfig(d_k=64)
+    assert [config_for(n, base).factor for n in RUNS] == [pytest.approx(1 / 8), 1.0, pytest.approx(1 / 64), 1.0]
+    assert config_for("small init", base).init_std == pytest.approx(control_init_std(64, 64))
+    with pytest.raises(ValueError, match="run name"):
+        config_for("nope", base)
+
+
+def test_small_init_control_starts_where_scaled_starts(four):
+    """Step 0: the control's scores equal the scaled run's (the factor moved into W_q, W_k)."""
+    s, c = four["scaled"], four["small init"]
+    np.testing.assert_allclose(c.snapshots[0][0], s.snapshots[0][0], rtol=1e-4, atol=1e-5)
+    assert c.score_std[0] == pytest.approx(s.score_std[0], rel=1e-4)
+    assert c.loss[0] == pytest.approx(s.loss[0], rel=1e-5)
+    assert c.steps_to(0.9) is not None and c.steps_to(0.9) <= s.steps_to(0.9)
+    assert c.final_acc() > four["unscaled"].final_acc() + 0.3
 
 
 def test_batch_queries_are_the_keys_at_the_targets():
@@ -93,11 +166,27 @@ def test_result_records_shapes_and_snapshots():
     scores, weights = r.snapshots[0]
     assert scores.shape == weights.shape == (5, 5)
     np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-6)
-    np.testing.assert_allclose(r.entropy[0], entropy(weights).mean(), rtol=0.5)  # same scale
     assert r.init_grad_per_query.shape == (10,)
     assert r.acc_at(6, window=3) == pytest.approx(r.acc[3:].mean())
     with pytest.raises(ValueError):
         r.acc_at(7)
+
+
+def test_recorded_diagnostics_are_the_cores_on_the_first_batch():
+    """Step 0's recorded entropy, max weight and score spread are the core's numbers on that very batch."""
+    cfg = replace(TINY, steps=3)
+    r = train_retrieval(cfg)
+    W_q, W_k = init_qk_params(cfg)
+    batch = make_batch(torch.Generator().manual_seed(10_000 + cfg.seed), cfg)  # the first training batch
+    out = forward(W_q, W_k, batch, cfg)
+    want = summarize(out["scores"].detach().double().numpy(), out["weights"].detach().double().numpy())
+    assert r.entropy[0] == pytest.approx(want["entropy"], rel=1e-6)
+    assert r.max_weight[0] == pytest.approx(want["max_weight"], rel=1e-6)
+    assert r.score_std[0] == pytest.approx(want["score_std"], rel=1e-6)
+    assert r.loss[0] == pytest.approx(out["loss"].item(), rel=1e-6)
+    # and the probe snapshot's weights are the core's entropy input: one-row check by hand
+    scores, weights = r.snapshots[0]
+    np.testing.assert_allclose(entropy(weights), -(weights * np.log(weights)).sum(-1), rtol=1e-9)
 
 
 def test_unscaled_large_dk_saturates_at_init(three):
@@ -125,14 +214,30 @@ def test_gradient_spread_at_init(three):
     assert o.grad_norm_q[0] < 0.1 * s.grad_norm_q[0]  # over-scaling shrinks the batch gradient
 
 
-def test_seed_sweep_rows():
-    rows = seed_sweep(seeds=(0,), d_k=8, steps=5, d_model=8, seq_len=4, batch_size=2)
-    assert set(rows[0]) >= {"seed", "scaled_acc", "unscaled_acc", "grad_ratio", "median_grad_ratio"}
+def test_seed_sweep_rows_hold_the_runs_numbers():
+    small = dict(d_model=8, seq_len=4, batch_size=2)
+    rows = seed_sweep(seeds=(0, 3), d_k=8, steps=25, **small)
+    assert [r["seed"] for r in rows] == [0, 3]
+    runs = run_named(("scaled", "unscaled", "small init"), 8, seed=3, steps=25, **small)
+    s, u, c = runs["scaled"], runs["unscaled"], runs["small init"]
+    r = rows[1]
+    assert r["scaled_acc"] == s.final_acc() and r["unscaled_acc"] == u.final_acc()
+    assert r["small_init_acc"] == c.final_acc()
+    assert (r["scaled_to_90"], r["unscaled_to_90"], r["small_init_to_90"]) == (s.steps_to(0.9), u.steps_to(0.9),
+                                                                              c.steps_to(0.9))
+    assert r["grad_ratio"] == pytest.approx(s.grad_norm_q[0] / u.grad_norm_q[0])
+    assert r["median_grad_ratio"] == pytest.approx(s.grad_q_median[0] / u.grad_q_median[0])
 
 
-def test_summary_table_lists_each_run(three):
-    text = summary_table(three)
-    assert all(name in text for name in three)
+def test_summary_table_prints_each_runs_numbers(four):
+    lines = summary_table(four).splitlines()
+    for name, r in four.items():
+        (line,) = [ln for ln in lines if ln.startswith(name + " ") or ln.startswith(name.ljust(12))]
+        fields = line[12:].split()
+        assert float(fields[0]) == pytest.approx(r.score_std[0], abs=0.006)
+        assert float(fields[-2]) == pytest.approx(r.final_acc(), abs=0.006)
+        reach = r.steps_to(0.9)
+        assert fields[-1] == ("never" if reach is None else str(reach))
 
 
 def test_diagnose_thresholds():

@@ -2,9 +2,10 @@
 
 1. Weighting V with Q instead of with softmax(Q K^T / sqrt(d_k)).
 2. Assuming K and V must be the same projection.
-3. Fusing W_q, W_k, W_v into one matrix: exact, and timed here.
-4. Naive softmax overflowing (see ``qkv_viz.softmax.naive_softmax``).
-5. "Bigger q . k is better": large scores saturate softmax and kill its gradient.
+3. Fusing W_q, W_k, W_v into one matrix: exact, and timed here; splitting the
+   fused result the wrong way (a reshape that interleaves Q, K and V) is not.
+4. Naive softmax overflowing (see ``qkv_viz.core.softmax.naive_softmax``).
+5. "Bigger q . k is better": only differences count; large ones saturate softmax.
 
 numpy only. The timing helper measures; tests never assert on its numbers.
 """
@@ -123,6 +124,29 @@ def fused_vs_separate(x, W_q, W_k, W_v) -> float:
     separate = qkv_projections(x, W_q, W_k, W_v)
     fused = fused_qkv_projections(x, fuse_qkv(W_q, W_k, W_v), np.shape(W_q)[1], np.shape(W_v)[1])
     return float(max(np.abs(a - b).max() for a, b in zip(separate, fused)))
+
+
+def split_fused_right(qkv, d: int):
+    """Split x @ W_qkv (n, 3d) into Q, K, V: three consecutive column blocks, each (n, d)."""
+    qkv = as_array("qkv", qkv, ndim=2)
+    d = positive_int("d", d)
+    if qkv.shape[1] != 3 * d:
+        raise ValueError(f"qkv must have 3*d = {3 * d} columns, got shape {qkv.shape}")
+    return tuple(np.split(qkv, 3, axis=-1))  # (n, 3d) -> 3 x (n, d)
+
+
+def split_fused_wrong(qkv, d: int):
+    """The bug: ``qkv.reshape(n, d, 3)`` reads the columns as if Q, K, V were interleaved.
+
+    Same shapes as the right split, no error: Q gets columns 0, 3, 6, ...,
+    K gets 1, 4, 7, ..., V gets 2, 5, 8, ... of the fused result.
+    """
+    qkv = as_array("qkv", qkv, ndim=2)
+    d = positive_int("d", d)
+    if qkv.shape[1] != 3 * d:
+        raise ValueError(f"qkv must have 3*d = {3 * d} columns, got shape {qkv.shape}")
+    n = qkv.shape[0]
+    return tuple(qkv.reshape(n, d, 3).transpose(2, 0, 1))  # (n, 3d) -> (n, d, 3) -> 3 x (n, d)
 
 
 def _time_once(fn) -> float:

@@ -101,3 +101,28 @@ def test_saturation_sweep_grad_norm_falls_with_factor():
 def test_saturation_sweep_rejects_nan_scores():
     with pytest.raises(ValueError, match="scores"):
         mistakes.saturation_sweep([1.0, np.nan], [1.0])
+
+
+def test_split_fused_right_matches_separate_projections():
+    rng = np.random.default_rng(6)
+    x, d = rng.normal(size=(5, 12)), 4
+    W_q, W_k, W_v = (init_projection(12, d, s) for s in (1, 2, 3))
+    qkv = x @ np.concatenate([W_q, W_k, W_v], axis=1)  # (5, 12) @ (12, 12)
+    for got, want in zip(mistakes.split_fused_right(qkv, d), (x @ W_q, x @ W_k, x @ W_v)):
+        np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_split_fused_wrong_interleaves_columns():
+    qkv = np.arange(2 * 9, dtype=float).reshape(2, 9)  # n = 2, d = 3
+    q, k, v = mistakes.split_fused_wrong(qkv, 3)
+    np.testing.assert_array_equal(q, qkv[:, 0::3])
+    np.testing.assert_array_equal(k, qkv[:, 1::3])
+    np.testing.assert_array_equal(v, qkv[:, 2::3])
+    assert q.shape == k.shape == v.shape == (2, 3)
+
+
+def test_split_fused_rejects_wrong_width():
+    with pytest.raises(ValueError, match=r"3\*d = 12 .*\(2, 9\)"):
+        mistakes.split_fused_wrong(np.zeros((2, 9)), 4)
+    with pytest.raises(ValueError, match=r"3\*d = 12"):
+        mistakes.split_fused_right(np.zeros((2, 9)), 4)

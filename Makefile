@@ -9,13 +9,14 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # The book's own JupyterLab settings (news and update checks off).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-.PHONY: env lab test test-fast test-browser notebooks bench clean help
+.PHONY: env lab test test-fast test-browser notebooks bench site clean help
 
 help:
 	@echo "make lab        start JupyterLab on notebooks/ (sets up .venv first)"
 	@echo "make test       run all tests: pytest, nbval on every notebook, browser test"
 	@echo "make notebooks  re-execute every notebook in place, in order"
 	@echo "make bench      run benchmarks/, one BENCH line per case"
+	@echo "make site       build the book as a static website into site/ (no kernel needed to read it)"
 
 env: $(STAMP) $(LAB_SETTINGS)
 
@@ -23,7 +24,7 @@ env: $(STAMP) $(LAB_SETTINGS)
 $(STAMP): pyproject.toml environment.yml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --progress-bar off -e '.[real,test]'
+	$(PY) -m pip install --progress-bar off -e '.[real,test,site]'
 	@touch $(STAMP)
 
 $(LAB_SETTINGS): jupyter/overrides.json $(STAMP)
@@ -49,5 +50,9 @@ notebooks: env
 bench: env
 	$(PY) benchmarks/run.py
 
+# The static web edition: every chapter as a page, figures that still move, offline.
+site: env
+	$(PY) scripts/build_site.py --out site
+
 clean:
-	rm -rf $(VENV) .pytest_cache artifacts
+	rm -rf $(VENV) .pytest_cache artifacts site

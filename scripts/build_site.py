@@ -1,0 +1,242 @@
+"""Build the book as a static website: ``python scripts/build_site.py [--out site]``.
+
+The engine is nbconvert (its "lab" HTML template, extended in
+``site_src/templates/qkv`` so that no page asks a CDN for anything). Pages are
+built from the committed, executed notebooks; nothing is re-executed.
+
+What happens to each notebook (on a copy, the committed file is never changed):
+
+- the saved widget state is dropped, and every widget output that also carries
+  a self-contained ``text/html`` fragment loses its widget view, so nbconvert
+  shows the fragment: the interactive figure's own renderer with its data
+  embedded, which runs in the page without a kernel;
+- a widget output without such a fragment keeps its static ``image/png`` (or a
+  sentence saying the figure needs the notebook);
+- a navigation bar (index, previous, next) is added at the top and bottom.
+
+Maths is typeset by MathJax 3 (``tex-svg``) copied from the
+``sphinx-mathjax-offline`` package into ``site/static/mathjax``; fonts are
+DejaVu (from matplotlib) plus a subset of WenQuanYi Micro Hei for the few
+Chinese characters the book prints (``site_src/fonts``). Serve the folder with
+any static server, e.g. ``python -m http.server -d site``.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import html
+import json
+import re
+import shutil
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "site_src"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+TITLE = "qkv-viz: Query, Key and Value, computed and drawn"
+BLURB = ("An interactive visual textbook on how Transformer self-attention works through "
+         "Query, Key and Value. Every number is computed on the page; every slider still moves "
+         "here, in your browser, without Python.")
+CJK_FONT = SRC / "fonts" / "qkv-cjk-subset.woff"
+CJK_SOURCE = Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc")
+NOTEBOOK_LINK = re.compile(r"(?<![/\w])(\d\d_\w+)\.ipynb")
+NEEDS_NOTEBOOK = ("<p class='qkv-needs-notebook'><em>This interactive figure needs the notebook "
+                  "(run the chapter in JupyterLab to use it).</em></p>")
+
+
+# ------------------------------------------------------------------ notebooks -> pages
+def chapter_title(nb) -> str:
+    """The first Markdown heading of the notebook, without the '#'."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return "Untitled"
+
+
+def chapter_line(nb) -> str:
+    """One line about the chapter: its '**Goal:**' sentence, else its first paragraph."""
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for para in re.split(r"\n\s*\n", cell.source):
+            para = para.strip()
+            if para and not para.startswith("#"):
+                return re.sub(r"^\*\*Goal:?\*\*:?\s*", "", para).replace("\n", " ")
+    return ""
+
+
+def static_copy(nb):
+    """The notebook as the site shows it: no widget state; widget views replaced by their fallbacks."""
+    nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)
+    kept = dropped = 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":  # links between chapters point at pages, not notebooks
+            cell.source = NOTEBOOK_LINK.sub(r"\1.html", cell.source)
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if WIDGET_VIEW not in data:
+                continue
+            del data[WIDGET_VIEW]
+            if "text/html" in data:
+                kept += 1
+            else:
+                dropped += 1
+                if "image/png" not in data:
+                    data["text/html"] = NEEDS_NOTEBOOK
+            data.pop("text/plain", None)  # never show 'VBox(children=(...' on a web page
+    return nb, kept, dropped
+
+
+def nav_html(pages: list[dict], i: int) -> str:
+    prev_link = (f"<a rel='prev' class='qkv-prev' href='{pages[i - 1]['file']}'>&larr; "
+                 f"{html.escape(pages[i - 1]['title'])}</a>" if i > 0 else "<span></span>")
+    next_link = (f"<a rel='next' class='qkv-next' href='{pages[i + 1]['file']}'>"
+                 f"{html.escape(pages[i + 1]['title'])} &rarr;</a>" if i + 1 < len(pages) else "<span></span>")
+    return (f"<nav class='qkv-nav'>{prev_link}<a class='qkv-home' href='index.html'>Contents</a>"
+            f"{next_link}</nav>")
+
+
+def index_html(pages: list[dict]) -> str:
+    items = "\n".join(
+        f"<li><a href='{p['file']}'>{html.escape(p['title'])}</a><br>"
+        f"<span class='qkv-line'>{html.escape(p['line'])}</span></li>" for p in pages)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(TITLE)}</title>
+<link rel="stylesheet" href="static/site.css"><link rel="icon" href="data:,"></head>
+<body><div class="qkv-index">
+<h1>qkv-viz</h1>
+<p><strong>{html.escape(TITLE)}</strong></p>
+<p>{html.escape(BLURB)}</p>
+<ol start="0">
+{items}
+</ol>
+<p>Every page is a chapter notebook, executed. To run the code yourself, clone the
+repository and run <code>make lab</code>.</p>
+</div></body></html>
+"""
+
+
+# ------------------------------------------------------------------ static files
+def mathjax_dir() -> Path:
+    dist = metadata.distribution("sphinx-mathjax-offline")
+    path = Path(dist.locate_file("sphinx-mathjax-offline/static/mathjax"))
+    if not (path / "tex-svg.js").is_file():
+        raise SystemExit(f"MathJax not found at {path}: install the 'site' extra (make site does)")
+    return path
+
+
+def copy_static(out: Path) -> None:
+    static = out / "static"
+    static.mkdir(parents=True, exist_ok=True)
+    mj = mathjax_dir()
+    dest = static / "mathjax"
+    shutil.copy2(mj / "tex-svg.js", dest / "tex-svg.js") if dest.exists() else None
+    if not dest.exists():
+        dest.mkdir()
+        shutil.copy2(mj / "tex-svg.js", dest / "tex-svg.js")
+        # extensions that tex-svg's autoload may ask for (\boldsymbol, \textcolor, ...)
+        shutil.copytree(mj / "input" / "tex" / "extensions", dest / "input" / "tex" / "extensions")
+    fonts = static / "fonts"
+    fonts.mkdir(exist_ok=True)
+    import matplotlib
+    ttf = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+    for name in ("DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "DejaVuSans-Oblique.ttf", "DejaVuSansMono.ttf"):
+        shutil.copy2(ttf / name, fonts / name)
+    shutil.copy2(CJK_FONT, fonts / CJK_FONT.name)
+    css = (SRC / "site.css").read_text() + FONT_CSS
+    (static / "site.css").write_text(css)
+
+
+FONT_CSS = """
+/* Fonts shipped with the site (no font server). */
+@font-face { font-family: "QKV Sans"; src: url("fonts/DejaVuSans.ttf"); }
+@font-face { font-family: "QKV Sans"; font-weight: bold; src: url("fonts/DejaVuSans-Bold.ttf"); }
+@font-face { font-family: "QKV Sans"; font-style: italic; src: url("fonts/DejaVuSans-Oblique.ttf"); }
+@font-face { font-family: "QKV Mono"; src: url("fonts/DejaVuSansMono.ttf"); }
+@font-face { font-family: "QKV CJK"; src: url("fonts/qkv-cjk-subset.woff"); }
+body, .jp-RenderedHTMLCommon, .qkv-index { font-family: "QKV Sans", "QKV CJK", sans-serif; }
+code, pre, .jp-InputArea-editor, .jp-OutputArea-output pre { font-family: "QKV Mono", "QKV CJK", monospace; }
+:root { --jp-content-font-family: "QKV Sans", "QKV CJK", sans-serif; --jp-ui-font-family: "QKV Sans", "QKV CJK", sans-serif;
+        --jp-code-font-family: "QKV Mono", "QKV CJK", monospace; }
+"""
+
+
+def cjk_characters(text: str) -> str:
+    return "".join(sorted({c for c in text if ord(c) > 0x2E7F}))
+
+
+def refresh_cjk_font(notebooks: list[Path]) -> None:
+    """Subset the system's WenQuanYi Micro Hei to the CJK characters the book prints."""
+    from fontTools import subset
+    from fontTools.ttLib import TTCollection
+
+    text = "".join(p.read_text(encoding="utf-8") for p in notebooks)
+    chars = cjk_characters(json.loads(json.dumps(text)))
+    if not CJK_SOURCE.is_file():
+        raise SystemExit(f"{CJK_SOURCE} missing: apt-get install fonts-wqy-microhei")
+    font = TTCollection(str(CJK_SOURCE)).fonts[0]
+    sub = subset.Subsetter(subset.Options(flavor="woff", layout_features=["*"], name_IDs=["*"]))
+    sub.populate(text=chars)
+    sub.subset(font)
+    CJK_FONT.parent.mkdir(parents=True, exist_ok=True)
+    font.flavor = "woff"
+    font.save(str(CJK_FONT))
+    print(f"wrote {CJK_FONT.relative_to(ROOT)} with {len(chars)} characters: {chars}")
+
+
+# ------------------------------------------------------------------ build
+def build(out: Path, notebooks: list[Path]) -> dict:
+    from nbconvert import HTMLExporter
+
+    start = time.perf_counter()
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    copy_static(out)
+    books = [nbformat.read(p, as_version=4) for p in notebooks]
+    pages = [dict(file=p.stem + ".html", title=chapter_title(nb), line=chapter_line(nb))
+             for p, nb in zip(notebooks, books)]
+    exporter = HTMLExporter(template_name="qkv", extra_template_basedirs=[str(SRC / "templates")])
+    live = fallback = 0
+    for i, (page, nb) in enumerate(zip(pages, books)):
+        site_nb, kept, dropped = static_copy(nb)
+        live, fallback = live + kept, fallback + dropped
+        body, _ = exporter.from_notebook_node(
+            site_nb, resources={"qkv_nav": nav_html(pages, i)})
+        body = body.replace("<title>Notebook</title>",
+                            f"<title>{html.escape(page['title'])} - qkv-viz</title>")
+        (out / page["file"]).write_text(body, encoding="utf-8")
+    (out / "index.html").write_text(index_html(pages), encoding="utf-8")
+    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    return dict(pages=len(pages) + 1, bytes=size, build_s=time.perf_counter() - start,
+                live_figures=live, static_figures=fallback)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "site")
+    parser.add_argument("--refresh-cjk-font", action="store_true",
+                        help="re-subset the Chinese font to the characters the notebooks print")
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    args = parser.parse_args(argv)
+    notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if args.refresh_cjk_font:
+        refresh_cjk_font(notebooks)
+    info = build(args.out, notebooks)
+    print(f"site: {info['pages']} pages, {info['bytes'] / 1e6:.1f} MB, {info['live_figures']} live "
+          f"figures, {info['static_figures']} static, in {info['build_s']:.1f} s -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

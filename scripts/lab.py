@@ -1,6 +1,7 @@
 """Start JupyterLab on the book, safely and offline.
 
-Used by ``make lab`` and by the browser test. Listens on 127.0.0.1 only,
+Used by ``make lab`` (on the reader's working copy ``book/``, see
+``book_copy.py``) and by the browser test. Listens on 127.0.0.1 only,
 keeps token authentication on (Jupyter's own random token, printed in the
 URL it logs, unless a token is given), turns off JupyterLab's news feed,
 update check and PyPI extension search, and adds ``--allow-root`` only when
@@ -39,10 +40,16 @@ def lab_argv(notebook_dir: str, port: int | None = None, token: str | None = Non
 
 
 def main() -> None:
+    """Open the reader's working copy ``book/`` (created or updated from ``notebooks/`` first)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    notebooks = os.path.join(os.path.dirname(here), "notebooks")
-    argv = lab_argv(notebooks, open_browser=os.environ.get("QKV_NO_BROWSER") is None)
-    print("Starting JupyterLab on", notebooks, "(127.0.0.1, token auth on)", flush=True)
+    sys.path.insert(0, here)
+    import book_copy
+
+    root = os.path.dirname(here)
+    book = os.path.join(root, "book")
+    print(book_copy.describe(book_copy.sync(os.path.join(root, "notebooks"), book), "book"), flush=True)
+    argv = lab_argv(book, open_browser=os.environ.get("QKV_NO_BROWSER") is None)
+    print("Starting JupyterLab on", book, "(127.0.0.1, token auth on)", flush=True)
     os.execv(argv[0], argv)
 
 

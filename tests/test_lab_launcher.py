@@ -37,3 +37,44 @@ def test_news_update_check_and_extension_search_off():
 def test_allow_root_only_for_root(monkeypatch, uid, expected):
     monkeypatch.setattr(lab.os, "geteuid", lambda: uid)
     assert ("--allow-root" in lab.lab_argv("/tmp/nb")) is expected
+
+
+# ---------------------------------------------------------------- the reader's working copy
+import book_copy  # noqa: E402  (scripts/ is on pytest's pythonpath)
+
+
+def _chapter(path, text):
+    path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": text}]}))
+
+
+def test_the_working_copy_keeps_the_readers_edit_and_adds_new_chapters(tmp_path):
+    book, mine = tmp_path / "notebooks", tmp_path / "book"
+    book.mkdir()
+    _chapter(book / "01_a.ipynb", "one")
+    _chapter(book / "02_b.ipynb", "two")
+    assert book_copy.sync(book, mine)["added"] == ["01_a.ipynb", "02_b.ipynb"]
+    _chapter(mine / "01_a.ipynb", "one, with my answer")          # the reader fills in an exercise
+    _chapter(book / "01_a.ipynb", "one, improved by the authors")  # the book changes both chapters
+    _chapter(book / "02_b.ipynb", "two, improved")
+    _chapter(book / "03_c.ipynb", "three")                         # and adds a chapter
+    report = book_copy.sync(book, mine)
+    assert report == {"added": ["03_c.ipynb"], "updated": ["02_b.ipynb"], "kept": ["01_a.ipynb"],
+                      "current": []}
+    assert "with my answer" in (mine / "01_a.ipynb").read_text()
+    assert "improved" in (mine / "02_b.ipynb").read_text()
+    assert "newer one" in book_copy.describe(report, mine)
+    (mine / "01_a.ipynb").unlink()                                  # how to get a fresh chapter
+    assert book_copy.sync(book, mine)["added"] == ["01_a.ipynb"]
+    assert "improved by the authors" in (mine / "01_a.ipynb").read_text()
+    assert book_copy.sync(book, mine)["current"] == ["01_a.ipynb", "02_b.ipynb", "03_c.ipynb"]
+
+
+def test_make_lab_opens_the_working_copy_not_the_committed_notebooks(monkeypatch, tmp_path):
+    seen = {}
+    monkeypatch.setattr(lab.os, "execv", lambda path, argv: seen.update(argv=argv))
+    monkeypatch.setattr(book_copy, "sync", lambda src, dest: seen.update(src=src, dest=dest) or
+                        {"added": [], "updated": [], "kept": [], "current": []})
+    monkeypatch.setitem(__import__("sys").modules, "book_copy", book_copy)
+    lab.main()
+    assert seen["dest"].endswith("/book") and seen["src"].endswith("/notebooks")
+    assert _opt(seen["argv"], "ServerApp.root_dir") == [seen["dest"]]

@@ -1,7 +1,10 @@
 """Chapter 1 pictures: the library's keys and query, and the weights over its books.
 
 ``plot_library``, ``plot_weight_bars``, ``library_small_multiples`` take ``ax=None``,
-return the artists and never call ``plt.show()``. The interactive version is in ``widget``.
+return the artists and never call ``plt.show()``. Colours come from the book's
+style (``qkv_viz.viz.style``): keys in KEY_COLOR, the query in QUERY_COLOR, and
+weights are always drawn on their fixed 0..1 scale (an arrow's width and a bar's
+length mean the same weight in every panel). The interactive version is in ``widget``.
 """
 from __future__ import annotations
 
@@ -9,51 +12,150 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from qkv_viz.chapters.ch01_library.library import KEY_AXES, soft_lookup
+from qkv_viz.viz import style
+from qkv_viz.viz.style import KEY_COLOR, QUERY_COLOR
 
-QUERY_COLOR, KEY_COLOR = "tab:red", "tab:blue"
+MIN_LW, MAX_LW = 0.8, 8.0   # arrow line width (points) for weight 0 and weight 1
+LABEL_OFFSET_PT = 7.0       # labels sit this far beyond the arrow tip, along the arrow
 
 
-# ---------------------------------------------------------------- pictures
+def weight_linewidth(weight) -> np.ndarray:
+    """Arrow line width in points for a weight on the fixed 0..1 scale (linear)."""
+    w = np.clip(np.asarray(weight, dtype=float), 0.0, 1.0)
+    return MIN_LW + (MAX_LW - MIN_LW) * w
+
+
+def _renderer(fig):
+    canvas = fig.canvas
+    if hasattr(canvas, "get_renderer"):
+        return canvas.get_renderer()
+    return fig._get_renderer()  # a bare Figure (the widget's) has a base canvas
+
+
+def _segment_points(ax, tip, lw_pt, head_pt):
+    """Display-space points covering an arrow from the origin to ``tip``: the shaft,
+    widened by its line width, and the head (a disc of radius ``head_pt`` at the tip)."""
+    to_px = ax.figure.dpi / 72.0
+    a, b = ax.transData.transform([(0.0, 0.0), tuple(tip)])
+    d = b - a
+    n = np.array([-d[1], d[0]]) / (np.hypot(*d) or 1.0)
+    t = np.linspace(0, 1, 60)[:, None]
+    shaft = [a + t * d + s * n * lw_pt * to_px / 2 for s in (-1.0, 0.0, 1.0)]
+    ang = np.linspace(0, 2 * np.pi, 16, endpoint=False)
+    head = b + head_pt * to_px * np.stack([np.cos(ang), np.sin(ang)], axis=1) * np.linspace(0.3, 1, 3)[:, None, None]
+    return np.concatenate(shaft + list(head))
+
+
+def _inside(box, points) -> np.ndarray:
+    """Which display-space points (N, 2) fall inside the Bbox ``box``."""
+    return ((points[:, 0] >= box.x0) & (points[:, 0] <= box.x1)
+            & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1))
+
+
+def _place_labels(ax, labels, arrows):
+    """Write each label just beyond its arrow tip without touching any arrow or earlier label.
+
+    labels: ``(text, tip, color, fontweight)``; arrows: ``(tip, line width pt, head size pt)``.
+    Candidate spots go round the tip, starting straight outward along the arrow
+    (the old picture wrote "query" across arrow 1). Returns the Annotations.
+    """
+    ax.apply_aspect()
+    renderer = _renderer(ax.figure)
+    obstacles = np.concatenate([_segment_points(ax, *a) for a in arrows])
+    placed, artists = [], []
+    for text, tip, color, weight in labels:
+        x, y = tip
+        base = np.arctan2(y, x) if (x, y) != (0, 0) else np.pi / 2
+        best = None
+        for turn in (0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180):
+            for dist in (1.0, 1.8):
+                ang = base + np.radians(turn)
+                ux, uy = np.cos(ang), np.sin(ang)
+                ann = ax.annotate(text, (x, y), xytext=(dist * LABEL_OFFSET_PT * ux, dist * LABEL_OFFSET_PT * uy),
+                                  textcoords="offset points", color=color, fontsize=style.FONT_PT,
+                                  fontweight=weight,
+                                  ha="left" if ux > 0.35 else "right" if ux < -0.35 else "center",
+                                  va="bottom" if uy > 0.35 else "top" if uy < -0.35 else "center")
+                box = ann.get_window_extent(renderer).padded(3)
+                free = (not np.any(_inside(box, obstacles))
+                        and not any(box.overlaps(p) for p in placed))
+                if free:
+                    best = (ann, box)
+                    break
+                ann.remove()
+            if best is not None:
+                break
+        if best is None:  # nowhere free: fall back to straight outward
+            ann = ax.annotate(text, (x, y), xytext=(LABEL_OFFSET_PT * np.cos(base), LABEL_OFFSET_PT * np.sin(base)),
+                              textcoords="offset points", color=color, fontsize=style.FONT_PT,
+                              fontweight=weight, ha="center", va="center")
+            best = (ann, ann.get_window_extent(renderer))
+        placed.append(best[1])
+        artists.append(best[0])
+    return artists
+
+
 def plot_library(library, query, ax=None, weights=None):
-    """Keys as blue arrows from the origin (thicker = more weight), the query in red.
+    """Keys as arrows from the origin, the query as a thicker arrow.
 
-    Arrows are numbered like the books (1 = first title); only the first two
-    key coordinates are drawn. Returns the arrows and labels.
+    ``weights`` (n_books,) on 0..1 sets each key arrow's width (``weight_linewidth``:
+    0.8 pt for weight 0 up to 8 pt for weight 1); without weights all keys are
+    drawn at the width of weight 0.2. Arrows are numbered like the books
+    (1 = first title); only the first two key coordinates are drawn.
+    Returns the artists: per book an arrow and its label, then the query's arrow and label.
     """
     if ax is None:
-        _, ax = plt.subplots(figsize=(3.6, 3.2))
-    weights = np.full(library.n_books, 0.5) if weights is None else np.asarray(weights)
+        _, ax = plt.subplots(figsize=style.figsize(0.42, 0.9))
+    weights = np.full(library.n_books, 0.2) if weights is None else np.asarray(weights, dtype=float)
+    if weights.shape != (library.n_books,):
+        raise ValueError(f"weights must have shape ({library.n_books},) (one per book), "
+                         f"got {weights.shape}")
+    lws = weight_linewidth(weights)
+    q = np.asarray(query, dtype=float)[:2]
+    lim = 1.45 * max(np.abs(library.keys[:, :2]).max(), np.abs(q).max())
+    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal")
+    arrows, specs = [], []
+    for key, lw in zip(library.keys[:, :2], lws):
+        head = 8 + 1.5 * lw
+        arrows.append(ax.annotate("", key, (0, 0), arrowprops=dict(
+            arrowstyle="-|>", color=KEY_COLOR, lw=lw, shrinkA=0, shrinkB=0, mutation_scale=head)))
+        specs.append((key, lw, head / 2))
+    arrows.append(ax.annotate("", q, (0, 0), arrowprops=dict(
+        arrowstyle="-|>", color=QUERY_COLOR, lw=2.0, linestyle=(0, (4, 2)),
+        shrinkA=0, shrinkB=0, mutation_scale=14)))
+    specs.append((q, 2.0, 7.0))
+    labels = [("query", q, QUERY_COLOR, "bold")] + [
+        (f"{i + 1}", key, KEY_COLOR, "normal") for i, key in enumerate(library.keys[:, :2])]
+    texts = _place_labels(ax, labels, specs)
     artists = []
-    for i, ((x, y), w) in enumerate(zip(library.keys[:, :2], weights)):
-        artists.append(ax.annotate("", (x, y), (0, 0), arrowprops=dict(
-            arrowstyle="->", color=KEY_COLOR, lw=0.8 + 3 * w, alpha=0.35 + 0.65 * w)))
-        artists.append(ax.text(x, y, f"{i + 1}", fontsize=9, color=KEY_COLOR,
-                               ha="left" if x >= 0 else "right", va="bottom"))
-    qx, qy = np.asarray(query, dtype=float)[:2]
-    artists.append(ax.annotate("", (qx, qy), (0, 0), arrowprops=dict(
-        arrowstyle="-|>", color=QUERY_COLOR, lw=2.5)))
-    artists.append(ax.text(qx, qy, " query", fontsize=9, color=QUERY_COLOR, va="top"))
-    lim = 1.25 * max(np.abs(library.keys[:, :2]).max(), np.abs([qx, qy]).max())
-    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal",
-           xlabel=f"key[0]: {KEY_AXES[0]}", ylabel=f"key[1]: {KEY_AXES[1]}")
-    ax.axhline(0, color="0.85", lw=0.5)
-    ax.axvline(0, color="0.85", lw=0.5)
+    for arrow, text in zip(arrows[:-1], texts[1:]):
+        artists += [arrow, text]
+    artists += [arrows[-1], texts[0]]
+    ax.set(xlabel=f"key[0]: {KEY_AXES[0]}", ylabel=f"key[1]: {KEY_AXES[1]}")
+    ax.axhline(0, color="0.85", lw=0.5, zorder=0)
+    ax.axvline(0, color="0.85", lw=0.5, zorder=0)
     return artists
 
 
 def plot_weight_bars(weights, titles, ax=None, title=None):
-    """Horizontal bars of the weights on a fixed 0..1 axis. Returns the BarContainer."""
+    """Horizontal bars of the weights on a fixed 0..1 axis, the value written at each bar.
+
+    Returns the BarContainer.
+    """
     if ax is None:
-        _, ax = plt.subplots(figsize=(3, 2.4))
+        _, ax = plt.subplots(figsize=style.figsize(0.4, 0.7))
     weights = np.asarray(weights, dtype=float)
     bars = ax.barh(range(len(weights)), weights, color=KEY_COLOR)
     ax.set(xlim=(0, 1), yticks=range(len(weights)), xlabel="weight")
-    ax.set_yticklabels(titles, fontsize=8)
+    ax.set_yticklabels(titles, fontsize=style.FONT_PT)
     ax.invert_yaxis()  # first book on top
     for i, w in enumerate(weights):
-        ax.text(min(w, 0.8) + 0.02, i, f"{w:.2f}", va="center", fontsize=7)
+        inside = w > 0.7  # long bars carry their number inside, in white
+        ax.text(w - 0.02 if inside else w + 0.02, i, f"{w:.2f}", va="center",
+                ha="right" if inside else "left", color="white" if inside else "black",
+                fontsize=style.ANNOTATION_PT)
     if title is not None:
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=style.TITLE_PT)
     return bars
 
 
@@ -62,19 +164,39 @@ def numbered_titles(library) -> list:
     return [f"{i + 1} {t}" for i, t in enumerate(library.titles)]
 
 
-def library_small_multiples(library, query, temperatures, axes=None):
-    """The library picture, then one bar chart of weights per temperature.
+def library_and_weights(library, query, temperature=1.0, axes=None):
+    """Which books does the query read, and how much? Two panels: the keys and the
+    query (arrow width = weight), and the weights as bars with the books' titles.
 
-    axes: ``1 + len(temperatures)`` Axes, or None for a new (9, 3) figure.
+    axes: two Axes, or None for a new figure one column wide. Returns the artists
+    of ``plot_library`` followed by the BarContainer.
+    """
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.42), layout="constrained",
+                               gridspec_kw=dict(width_ratios=[1, 1.25]))
+    w = soft_lookup(query, library, temperature)[1]
+    artists = plot_library(library, query, ax=axes[0], weights=w)
+    axes[0].set_title(f"keys and query (arrow width = weight)", fontsize=style.TITLE_PT)
+    artists.append(plot_weight_bars(w, numbered_titles(library), ax=axes[1],
+                                    title=f"weights at temperature τ = {temperature:g}"))
+    return artists
+
+
+def library_small_multiples(library, query, temperatures, axes=None):
+    """What does the temperature do? One library picture per temperature, each key
+    arrow as wide as its weight at that temperature (same 0..1 scale in every panel).
+
+    axes: ``len(temperatures)`` Axes, or None for a new figure one column wide.
     Returns the list of artists (``artists[0].figure`` is the figure).
     """
     if axes is None:
-        _, axes = plt.subplots(1, 1 + len(temperatures), figsize=(9, 3), layout="constrained",
-                               gridspec_kw=dict(width_ratios=[1.5] + [1] * len(temperatures)))
-    artists = plot_library(library, query, ax=axes[0])
-    labels = numbered_titles(library)
-    for i, (t, ax) in enumerate(zip(temperatures, axes[1:])):
+        _, axes = plt.subplots(1, len(temperatures), figsize=style.figsize(1.0, 1.0 / len(temperatures)),
+                               layout="constrained", sharey=True)
+    artists = []
+    for i, (t, ax) in enumerate(zip(temperatures, np.atleast_1d(axes))):
         w = soft_lookup(query, library, t)[1]
-        artists.append(plot_weight_bars(w, labels if i == 0 else [""] * len(w),
-                                        ax=ax, title=f"temperature {t:g}"))
+        artists += plot_library(library, query, ax=ax, weights=w)
+        ax.set_title(f"τ = {t:g}: top weight {w.max():.2f}", fontsize=style.TITLE_PT)
+        if i > 0:
+            ax.set_ylabel("")
     return artists

@@ -9,8 +9,12 @@ import pytest  # noqa: E402
 from qkv_viz import BERT_BASE, AttentionConfig, attention_flops, param_count  # noqa: E402
 from qkv_viz.chapters.ch01_library.library import DEMO_QUERY, demo_library, soft_lookup  # noqa: E402
 from qkv_viz.chapters.ch01_library.widget import library_widget  # noqa: E402
-from qkv_viz.chapters.ch01_library.figures import (library_small_multiples,  # noqa: E402
-                                                  plot_library, plot_weight_bars)
+from qkv_viz.chapters.ch01_library.figures import (library_and_weights,  # noqa: E402
+                                                  library_small_multiples, plot_library,
+                                                  plot_weight_bars, weight_linewidth)
+from qkv_viz.viz import style  # noqa: E402
+from matplotlib.colors import to_rgb  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -22,12 +26,71 @@ def _close_figures():
 def test_static_pictures_draw_what_they_return():
     lib = demo_library()
     artists = library_small_multiples(lib, DEMO_QUERY, [0.1, 1, 10])
-    assert len(artists[0].figure.axes) == 4
-    bars = artists[-1]
-    widths = [b.get_width() for b in bars]
-    np.testing.assert_allclose(widths, soft_lookup(DEMO_QUERY, lib, 10)[1])
+    assert len(artists[0].figure.axes) == 3
+    assert len(artists) == 3 * (2 * lib.n_books + 2)
+    artists = library_and_weights(lib, DEMO_QUERY, temperature=1.0)
+    widths = [b.get_width() for b in artists[-1]]
+    np.testing.assert_allclose(widths, soft_lookup(DEMO_QUERY, lib, 1.0)[1])
     assert len(plot_library(lib, DEMO_QUERY)) == 2 * lib.n_books + 2
     assert plot_weight_bars([0.5, 0.5], ["a", "b"]).patches[0].axes.get_xlim() == (0, 1)
+
+
+def test_arrow_width_encodes_the_weight_on_a_fixed_scale():
+    lib = demo_library()
+    for t in (0.1, 1.0, 10.0):
+        w = soft_lookup(DEMO_QUERY, lib, t)[1]
+        arrows = plot_library(lib, DEMO_QUERY, weights=w)[0:2 * lib.n_books:2]
+        lws = np.array([a.arrow_patch.get_linewidth() for a in arrows])
+        np.testing.assert_allclose(lws, weight_linewidth(w))
+        assert np.all(np.diff(lws[np.argsort(w)]) >= 0)  # more weight, wider arrow
+    assert weight_linewidth(0.0) < weight_linewidth(0.5) < weight_linewidth(1.0)
+    colours = {a.arrow_patch.get_edgecolor()[:3] for a in arrows}
+    assert colours == {to_rgb(style.KEY_COLOR)}
+    with pytest.raises(ValueError, match="weights"):
+        plot_library(lib, DEMO_QUERY, weights=[0.5, 0.5])
+
+
+def _label_boxes_and_arrow_points(ax, artists):
+    """Display-space boxes of the tip labels and points sampled along every arrow shaft."""
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes, shafts = [], []
+    for a in artists:
+        if a.get_text():
+            boxes.append((a.get_text(), a.get_window_extent(renderer)))
+        else:
+            tip = np.asarray(a.xy, dtype=float)
+            pts = np.linspace(0, 1, 200)[:, None] * tip[None, :]  # origin -> tip
+            shafts.append(ax.transData.transform(pts))
+    return boxes, shafts
+
+
+@pytest.mark.parametrize("query", [DEMO_QUERY, np.array([0.5, 1.5]), np.array([-1.0, 1.0])])
+def test_labels_overlap_neither_each_other_nor_any_arrow(query):
+    lib = demo_library()
+    artists = library_small_multiples(lib, query, [0.1, 1, 10])
+    n = 2 * lib.n_books + 2
+    for k, ax in enumerate(artists[0].figure.axes):
+        boxes, shafts = _label_boxes_and_arrow_points(ax, artists[k * n:(k + 1) * n])
+        assert len(boxes) == lib.n_books + 1 and len(shafts) == lib.n_books + 1
+        for i, (name, box) in enumerate(boxes):
+            for other, box2 in boxes[i + 1:]:
+                assert not box.overlaps(box2), f"labels {name!r} and {other!r} overlap"
+            for pts in shafts:
+                b = box.padded(1)
+                inside = (pts[:, 0] > b.x0) & (pts[:, 0] < b.x1) & (pts[:, 1] > b.y0) & (pts[:, 1] < b.y1)
+                assert not np.any(inside), f"label {name!r} lies on an arrow"
+
+
+def test_text_is_at_least_the_books_minimum_size():
+    lib = demo_library()
+    for artists in (library_small_multiples(lib, DEMO_QUERY, [0.1, 1, 10]),
+                    library_and_weights(lib, DEMO_QUERY)):
+        fig = artists[0].figure
+        assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
+        sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
+        assert min(sizes) >= style.MIN_FONT_PT
 
 
 def test_library_widget_follows_the_slider():

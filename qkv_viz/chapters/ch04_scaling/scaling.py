@@ -1,10 +1,12 @@
 """Chapter 4's measurements: why q . k grows with d_k and what softmax does then.
 
 Everything is measured on seeded random vectors (numpy only), never assumed:
-- ``score_variance``: variance of q . k over unit-variance q, k, against d_k;
+- ``score_variance``: variance of q . k over unit-variance q, k, against d_k
+  (scaled and unscaled, each measured on its own samples);
 - ``init_score_std``: the same through real projections X W_q, X W_k at init;
 - ``softmax_vs_logit_scale``: softmax rows as the logits are multiplied up;
 - ``diagnostics_vs_dk``: sharpness and gradient of attention rows against d_k;
+- ``even_split_grad_norm``: the softmax Jacobian's norm for weight shared by m keys;
 - ``weights_at_dk``: one small (T, S) example for the pictures.
 """
 from __future__ import annotations
@@ -36,20 +38,23 @@ def random_qk(d_k: int, T: int, S: int, seed=0):
 
 
 def score_variance(d_ks=DEFAULT_D_KS, n_samples: int = 4000, seed=0) -> dict:
-    """Measured variance of q . k (unscaled) and q . k / sqrt(d_k) (scaled).
+    """Measured variance of q . k (unscaled) and of q . k / sqrt(d_k) (scaled).
 
-    For each d_k, ``n_samples`` independent pairs q, k ~ N(0, I_{d_k}).
+    For each d_k, ``n_samples`` independent pairs q, k ~ N(0, I_{d_k}) for the
+    unscaled curve and *fresh* pairs for the scaled one, so each curve is its
+    own measurement (the chapter's notebook writes this loop out in numpy).
     Theory: Var(q . k) = d_k, so Var(scaled) = 1.
     Returns dict d_k (K,), unscaled (K,), scaled (K,).
     """
     d_ks, n = _d_ks(d_ks), positive_int("n_samples", n_samples)
     rng = as_rng(seed)
-    unscaled = np.empty(len(d_ks))
+    unscaled, scaled = np.empty(len(d_ks)), np.empty(len(d_ks))
     for i, d_k in enumerate(d_ks):
-        q, k = rng.normal(size=(n, d_k)), rng.normal(size=(n, d_k))
-        dots = np.einsum("nd,nd->n", q, k)  # (n, d_k) . (n, d_k) -> (n,) one dot per pair
-        unscaled[i] = dots.var()
-    return {"d_k": d_ks, "unscaled": unscaled, "scaled": unscaled / d_ks}
+        q, k = rng.normal(size=(2, n, d_k))  # n independent pairs, unit-variance entries
+        unscaled[i] = np.sum(q * k, axis=-1).var()  # (n, d_k) * (n, d_k) -> (n,) one q . k per pair
+        q, k = rng.normal(size=(2, n, d_k))  # fresh pairs for the scaled curve
+        scaled[i] = (np.sum(q * k, axis=-1) / np.sqrt(d_k)).var()  # (n,)
+    return {"d_k": d_ks, "unscaled": unscaled, "scaled": scaled}
 
 
 def init_score_std(d_ks=DEFAULT_D_KS, d_model: int = 256, n: int = 64, seed=0) -> dict:
@@ -57,18 +62,32 @@ def init_score_std(d_ks=DEFAULT_D_KS, d_model: int = 256, n: int = 64, seed=0) -
 
     X (n, d_model) has unit-variance entries; W_q, W_k come from ``init_projection``
     (std 1/sqrt(d_model)), so Q and K entries have variance about 1.
-    Returns dict d_k (K,), unscaled (K,), scaled (K,): std over all n*n scores.
+    Returns dict d_k (K,), unscaled (K,), scaled (K,): std over all n*n scores,
+    each measured on the scores ``attention_scores`` returns.
     """
     d_ks = _d_ks(d_ks)
     d_model, n = positive_int("d_model", d_model), positive_int("n", n)
     rng = as_rng(seed)
     x = rng.normal(size=(n, d_model))
-    unscaled = np.empty(len(d_ks))
+    unscaled, scaled = np.empty(len(d_ks)), np.empty(len(d_ks))
     for i, d_k in enumerate(d_ks):
         q = x @ init_projection(d_model, d_k, rng)  # (n, d_model) @ (d_model, d_k) -> (n, d_k)
         k = x @ init_projection(d_model, d_k, rng)  # (n, d_model) @ (d_model, d_k) -> (n, d_k)
-        unscaled[i] = attention_scores(q, k, scale=False).std()
-    return {"d_k": d_ks, "unscaled": unscaled, "scaled": unscaled / np.sqrt(d_ks)}
+        unscaled[i] = attention_scores(q, k, scale=False).std()  # (n, n) scores
+        scaled[i] = attention_scores(q, k, scale=True).std()
+    return {"d_k": d_ks, "unscaled": unscaled, "scaled": scaled}
+
+
+def even_split_grad_norm(m) -> np.ndarray:
+    """Frobenius norm of diag(p) - p p^T when p puts 1/m on each of m keys: sqrt(m - 1) / m.
+
+    0 for m = 1 (one-hot), largest (0.5) at m = 2, then falling like 1/sqrt(m):
+    the reason the softmax gradient has a hump between uniform and one-hot rows.
+    """
+    m = as_array("m", m, min_ndim=0)
+    if np.any(m < 1):
+        raise ValueError(f"m must be >= 1 (number of keys sharing the weight), got {m.tolist()}")
+    return np.sqrt(m - 1) / m
 
 
 def softmax_vs_logit_scale(multipliers, S: int = 8, n_rows: int = 256, seed=0) -> dict:

@@ -1,32 +1,109 @@
+"""Chapter 4 exercises: every worked solution passes its checker, every placeholder is "no answer yet",
+and the typical mistakes get the precise message."""
 import numpy as np
 import pytest
 
 from qkv_viz import softmax_jacobian
 from qkv_viz.chapters.ch04_scaling import exercises as ch04
+from qkv_viz.chapters.ch04_scaling import solutions as sol
 from qkv_viz.chapters.ch04_scaling.scaling import score_variance
 
 
-def _answers():
-    measured = score_variance([ch04.D_K_EX1], n_samples=20000, seed=0)["unscaled"][0]
-    p = np.full(ch04.S_EX3, 1 / ch04.S_EX3)
-    return {
-        ch04.check_unscaled_variance: round(measured),  # measured, not hard-coded
-        ch04.check_scale_factor: 1 / np.sqrt(ch04.D_K_EX1),
-        ch04.check_uniform_grad_norm: np.linalg.norm(softmax_jacobian(p)),
-    }
+def _stub(*args):
+    return None  # the answer cell as the reader finds it
 
 
-@pytest.mark.parametrize("check", list(_answers()))
-def test_right_answer_is_correct(check):
-    assert check(_answers()[check]).correct
+SOLVED = {ch04.check_scaled_scores: sol.scaled_scores, ch04.check_softmax_jacobian: sol.softmax_jacobian,
+          ch04.check_new_width_std: sol.NEW_WIDTH_STD, ch04.check_uniform_grad_norm: sol.UNIFORM_GRAD_NORM_S4}
 
 
-@pytest.mark.parametrize("check", list(_answers()))
-def test_wrong_answer_gets_hint_without_answer(check):
-    right = float(_answers()[check])
-    for wrong in (right * 1.5, right / 2, [right, right], "big"):
+@pytest.mark.parametrize("check", list(SOLVED))
+def test_solution_passes_its_checker(check):
+    for _ in range(3):  # fresh random cases each call
+        fb = check(SOLVED[check])
+        assert fb.correct and not fb.pending, fb.message
+
+
+@pytest.mark.parametrize("check", list(SOLVED))
+def test_placeholder_none_is_pending_not_an_error(check):
+    fb = check(None)
+    assert not fb.correct and fb.pending and "No answer yet" in fb.message
+
+
+@pytest.mark.parametrize("check", [ch04.check_scaled_scores, ch04.check_softmax_jacobian])
+def test_stub_returning_none_is_pending(check):
+    fb = check(_stub)
+    assert not fb.correct and fb.pending and "No answer yet" in fb.message
+
+
+@pytest.mark.parametrize("wrong, says", [
+    (lambda q, k: q @ k.T, "not divided at all"),
+    (lambda q, k: q @ k.T / q.shape[-1], "divided by d_k instead of sqrt(d_k)"),
+    (lambda q, k: q @ k.T * np.sqrt(q.shape[-1]), "multiplied by sqrt(d_k)"),
+    (lambda q, k: k @ q.T / np.sqrt(q.shape[-1]), "has shape"),
+    (lambda q, k: q @ k.T / np.sqrt(q.shape[-1]) + 1e-3, "differs from the package's result"),
+    (lambda q, k: q.T @ k, "shape"),
+])
+def test_scaled_scores_mistakes_are_named(wrong, says):
+    fb = ch04.check_scaled_scores(wrong, seed=1)
+    assert not fb.correct and not fb.pending
+    assert says in fb.message, fb.message
+
+
+@pytest.mark.parametrize("wrong, says", [
+    (lambda p: np.outer(p, p) - np.diag(p), "sign is flipped"),
+    (lambda p: np.diag(p), "diag(p) only"),
+    (lambda p: -np.outer(p, p), "-p p^T only"),
+    (lambda p: np.diag(p) - p @ p, "outer product"),
+    (lambda p: np.diag(p) - 0.9 * np.outer(p, p), "sum to 0"),
+    (lambda p: np.diag(p)[:, :1], "has shape"),
+])
+def test_jacobian_mistakes_are_named(wrong, says):
+    fb = ch04.check_softmax_jacobian(wrong, seed=2)
+    assert not fb.correct and not fb.pending
+    assert says in fb.message, fb.message
+
+
+def test_code_checkers_use_fresh_cases_each_call():
+    a, b = ch04.scores_cases(), ch04.scores_cases()
+    assert not np.array_equal(a[0][0], b[0][0]) or a[0][0].shape != b[0][0].shape
+    seeded = ch04.jacobian_cases(seed=3), ch04.jacobian_cases(seed=3)
+    assert all(np.array_equal(x[0], y[0]) for x, y in zip(*seeded))
+    for (p,) in seeded[0]:
+        np.testing.assert_allclose(p.sum(), 1.0)
+
+
+def test_jacobian_solution_is_the_derivative():
+    """The reference itself, against finite differences of softmax (so the checker's truth is true)."""
+    from qkv_viz import softmax
+    s = np.random.default_rng(0).normal(size=6)
+    p, eps = softmax(s), 1e-6
+    fd = np.stack([(softmax(s + eps * e) - softmax(s - eps * e)) / (2 * eps) for e in np.eye(6)], axis=1)
+    np.testing.assert_allclose(softmax_jacobian(p), fd, atol=1e-8)
+    np.testing.assert_allclose(sol.softmax_jacobian(p), fd, atol=1e-8)
+
+
+def test_new_width_std_matches_a_measurement():
+    rng = np.random.default_rng(0)
+    q = rng.normal(scale=np.sqrt(ch04.VAR_Q_EX3), size=(40000, ch04.D_K_EX3))
+    k = rng.normal(size=(40000, ch04.D_K_EX3))
+    measured = np.sum(q * k, axis=-1).std()
+    assert ch04.check_new_width_std(measured * 1.005)  # a measured answer within 1 % passes
+    assert measured == pytest.approx(sol.NEW_WIDTH_STD, rel=0.02)
+
+
+@pytest.mark.parametrize("check, right", [(ch04.check_new_width_std, sol.NEW_WIDTH_STD),
+                                          (ch04.check_uniform_grad_norm, sol.UNIFORM_GRAD_NORM_S4)])
+def test_wrong_numbers_get_hint_without_answer(check, right):
+    for wrong in (right * 1.5, right / 2, right ** 2, [right, right], "big"):
         fb = check(wrong)
-        assert not fb.correct
+        assert not fb.correct and not fb.pending
         assert "Hint" in fb.message
         for fmt in ("g", ".2f", ".3f", ".4f"):
             assert format(right, fmt) not in fb.message
+
+
+def test_uniform_grad_norm_is_the_frobenius_norm():
+    p = np.full(ch04.S_EX4, 1 / ch04.S_EX4)
+    assert np.linalg.norm(softmax_jacobian(p)) == pytest.approx(sol.UNIFORM_GRAD_NORM_S4)
+    assert score_variance([4], n_samples=10, seed=0)["d_k"][0] == 4  # the module the page uses loads

@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 
 from qkv_viz.core.diagnostics import max_weight, softmax_grad_norm
-from qkv_viz.chapters.ch04_scaling.scaling import (diagnostics_vs_dk, fit_loglog_slope, init_score_std, random_qk,
-                             score_variance, softmax_vs_logit_scale, weights_at_dk)
+from qkv_viz.chapters.ch04_scaling.scaling import (diagnostics_vs_dk, even_split_grad_norm, fit_loglog_slope,
+                                                   init_score_std, random_qk, score_variance,
+                                                   softmax_vs_logit_scale, weights_at_dk)
 from qkv_viz.core.softmax import softmax
 
 
@@ -12,6 +13,28 @@ def test_unscaled_variance_grows_like_d_k_and_scaled_stays_near_one():
     np.testing.assert_allclose(r["unscaled"] / r["d_k"], 1.0, rtol=0.15)
     np.testing.assert_allclose(r["scaled"], 1.0, rtol=0.15)
     assert fit_loglog_slope(r["d_k"], r["unscaled"]) == pytest.approx(1.0, abs=0.05)
+
+
+def test_scaled_curve_is_its_own_measurement():
+    """The scaled variance comes from fresh pairs, not from dividing the unscaled one."""
+    r = score_variance([4, 64], n_samples=2000, seed=0)
+    assert not np.allclose(r["scaled"], r["unscaled"] / r["d_k"], rtol=1e-6)
+    rng = np.random.default_rng(0)
+    for i, d_k in enumerate([4, 64]):  # the loop the notebook writes out, redone here
+        q, k = rng.normal(size=(2, 2000, d_k))
+        assert r["unscaled"][i] == pytest.approx(np.sum(q * k, axis=-1).var())
+        q, k = rng.normal(size=(2, 2000, d_k))
+        assert r["scaled"][i] == pytest.approx((q * k).sum(-1).var() / d_k)
+
+
+def test_even_split_grad_norm_is_the_jacobian_norm():
+    for m in range(1, 9):
+        p = np.zeros(8)
+        p[:m] = 1 / m
+        assert even_split_grad_norm(m) == pytest.approx(softmax_grad_norm(p), abs=1e-12)
+    assert np.argmax(even_split_grad_norm(np.arange(1, 9))) == 1  # largest at m = 2
+    with pytest.raises(ValueError, match="m must be"):
+        even_split_grad_norm(0)
 
 
 def test_score_variance_is_seeded():

@@ -1,247 +1,151 @@
-"""Interactive widgets of the book: the scaling explorer.
+"""Chapter 4's interactive figure: the scaling explorer, drawn in the browser.
 
-``scaling_explorer(n=16, d_k=64, scale=True, temperature=1.0, seed=0,
-n_heads=1, backend="auto") -> ScalingExplorer``; end a notebook cell with it.
+``scaling_explorer(n=16, d_k=64, scale=True, temperature=1.0, seed=0, n_heads=1)
+-> ScalingExplorer``; end a notebook cell with it.
 
-Public attributes of ``ScalingExplorer`` (tests and other chapters use them):
+Python draws q, k ~ N(0, 1) of shape (n_heads, n, 1024) from the seed (see
+``explorer.py``) and sends the shown head's q and k ONCE, as float32 buffers
+(exact: the draw is float32). The browser (``qkv_viz/viz/js/explorer.js``)
+computes q . k for every d_k, and for each step of d_k, scaling, temperature,
+metric or selected query: scores, the stable softmax, the readouts and every
+picture, with no round trip to Python. Python works again only for a new n,
+seed or head.
 
-=================  ==============================================  =====================
-attribute          what                                            CSS class
-=================  ==============================================  =====================
-``widget``         top-level ``ipywidgets.VBox``                   ``qkv-explorer``
-``d_k``            SelectionSlider, ``.value`` is the int d_k      ``qkv-dk-slider``
-``scale``          ToggleButton, True = divide by sqrt(d_k)        ``qkv-scale-toggle``
-``temperature``    FloatText (any number can be typed)             ``qkv-temperature``
-``n``              IntText, sequence length 1..1024                ``qkv-n``
-``seed``           IntText, seed >= 0                              ``qkv-seed``
-``head``           Dropdown of heads (hidden when n_heads == 1)    ``qkv-head``
-``metric``         Dropdown: metric drawn against d_k              ``qkv-metric``
-``readouts``       HTML table of the current diagnostics           ``qkv-readouts``
-``canvas``         the picture: ipympl Canvas or ipywidgets.Image  ``qkv-heatmap``
-``message``        HTML, empty unless a typed value is bad         ``qkv-message``
-``image``          the heatmap's ``AxesImage`` (array = weights)
-``figure``         the matplotlib Figure
-``weights``        current weights (n, n) of the shown head
-``scores``         current scores (n, n) before softmax
-``metrics``        dict from ``qkv_viz.diagnostics.summarize(scores, weights)``
-``curves``         ``explorer.dk_curves(...)``: every metric at every d_k
-``settings``       dict of the settings on screen (last valid ones)
-``backend``        "ipympl" or "png", as picked
-``view``           the ``explorer_view.ExplorerFigure`` (``view.draws``
-                   counts frames)
-=================  ==============================================  =====================
+Traits (synced with the browser; set them from Python to move the figure):
+``d_k`` (a power of two, 1..1024), ``scale`` (bool), ``temperature`` (> 0),
+``query`` (the followed row), ``metric``, ``n`` (1..1024), ``seed`` (>= 0),
+``head`` (0..n_heads-1). ``error``: Python's message for a bad n / seed / head.
 
-``explorer.close()`` closes its widgets. A new n, seed, temperature or head
-recomputes the metric-vs-d_k curves (a few seconds at n = 1024, with a
-"computing" note in ``message``); a d_k or scale step only redraws.
+Python-side numbers of what is on screen (from the math core, computed when
+asked): ``weights``, ``scores`` (n, n), ``metrics`` (``summarize`` dict),
+``curves`` (``dk_curves``), ``settings`` (dict). In the page, the root element
+of each view carries the browser's own numbers as ``el.qkv`` (for the tests).
 
-Data: q, k ~ N(0, 1) of shape (n_heads, n, 1024) drawn once from the seed; a
-smaller d_k uses the first d_k columns (see ``qkv_viz.explorer``). Weights
-come from the math core (``attention_scores`` + ``masked_softmax``).
-
-Backends: ``"ipympl"`` draws on an ipympl canvas (fast: pixel diffs);
-``"png"`` renders a PNG into an ``ipywidgets.Image`` per update (works
-without a front end). ``"auto"`` picks ipympl inside a Jupyter kernel where
-ipympl imports, else png.
+CSS classes: ``qkv-explorer`` (the figure), ``qkv-dk-slider`` (range input),
+``qkv-dk-value``, ``qkv-scale-toggle`` (checkbox), ``qkv-temperature``, ``qkv-n``,
+``qkv-seed``, ``qkv-head``, ``qkv-metric``, ``qkv-heatmap`` (canvas: weights +
+colour bar), ``qkv-bars`` (canvas: the query's weights and scores),
+``qkv-curve`` (canvas: metric vs d_k), ``qkv-readouts`` (table), ``qkv-message``.
 """
 from __future__ import annotations
 
-import ipywidgets as widgets
+import traitlets
 
-from qkv_viz.chapters.ch04_scaling.explorer import D_KS, METRICS, check_settings, dk_curves, head_attention
-from qkv_viz.chapters.ch04_scaling.explorer_view import DPI, METRIC_LABELS, ExplorerFigure, import_ipympl
+from qkv_viz.chapters.ch04_scaling.explorer import (D_KS, D_MAX, METRICS, N_MAX, check_settings,
+                                                    dk_curves, draw_qk, head_attention)
+from qkv_viz.chapters.ch04_scaling.explorer_view import explorer_figure
+from qkv_viz.viz.canvas import CanvasFigure, f32_bytes, figure_png, module_source
 
-BACKENDS = ("auto", "ipympl", "png")
-_CURVE_KEYS = ("n", "seed", "temperature", "head")  # a change here recomputes the d_k curves
-
-
-def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
+_DATA_KEYS = ("n", "seed", "head")  # a change here needs new vectors from Python
 
 
-def pick_backend(backend: str = "auto") -> str:
-    """``"ipympl"`` or ``"png"`` for the requested backend (see the module doc)."""
-    if backend == "inline":
-        return "png"
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if backend != "auto":
-        return backend
-    if not _in_kernel():
-        return "png"
-    try:
-        import_ipympl()
-    except Exception:  # not installed or broken: the PNG path always works
-        return "png"
-    return "ipympl"
+class ScalingExplorer(CanvasFigure):
+    """The scaling explorer (build it with :func:`scaling_explorer`)."""
 
+    _esm = module_source("explorer.js")
+    n = traitlets.Int(16).tag(sync=True)
+    seed = traitlets.Int(0).tag(sync=True)
+    n_heads = traitlets.Int(1).tag(sync=True)
+    head = traitlets.Int(0).tag(sync=True)
+    d_k = traitlets.Int(64).tag(sync=True)
+    scale = traitlets.Bool(True).tag(sync=True)
+    temperature = traitlets.Float(1.0).tag(sync=True)
+    query = traitlets.Int(0).tag(sync=True)
+    metric = traitlets.Unicode("max_weight").tag(sync=True)
+    q = traitlets.Bytes(b"").tag(sync=True)  # (n, D_MAX) float32 of the shown head
+    k = traitlets.Bytes(b"").tag(sync=True)
+    d_ks = traitlets.List(list(D_KS)).tag(sync=True)
+    d_max = traitlets.Int(D_MAX).tag(sync=True)
+    n_max = traitlets.Int(N_MAX).tag(sync=True)
 
-def _scale_label(on: bool) -> str:
-    return "scaled by 1/\u221ad_k" if on else "not scaled"
+    def __init__(self, n=16, d_k=64, scale=True, temperature=1.0, seed=0, n_heads=1, head=0,
+                 query=0, metric="max_weight"):
+        check_settings(n, d_k, seed, temperature, n_heads, head)
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+        super().__init__(n=int(n), seed=int(seed), n_heads=int(n_heads), head=int(head),
+                         d_k=int(d_k), scale=bool(scale), temperature=float(temperature),
+                         query=int(query) % int(n), metric=metric)
+        self._good = {}
+        self._send_vectors()
+        self.observe(self._on_data, names=list(_DATA_KEYS))
 
+    @traitlets.validate("d_k")
+    def _valid_d_k(self, proposal):
+        if proposal["value"] not in D_KS:
+            raise traitlets.TraitError(f"d_k must be a power of two in 1..{D_MAX}, got {proposal['value']}")
+        return proposal["value"]
 
-def _controls(n, d_k, scale, temperature, seed, n_heads):
-    """The input widgets, keyed by setting name, each with its CSS class."""
-    style = {"description_width": "initial"}
-    small = widgets.Layout(width="130px")
-    c = {
-        "d_k": widgets.SelectionSlider(options=[(str(d), d) for d in D_KS], value=d_k,
-                                       description="d_k", continuous_update=True),
-        "scale": widgets.ToggleButton(value=bool(scale), description=_scale_label(scale),
-                                      tooltip="divide the scores by sqrt(d_k)",
-                                      layout=widgets.Layout(width="170px")),
-        "temperature": widgets.FloatText(value=temperature, description="temperature",
-                                         style=style, layout=small, step=0.1),
-        "n": widgets.IntText(value=n, description="tokens n", style=style, layout=small),
-        "seed": widgets.IntText(value=seed, description="seed", style=style, layout=small),
-        "head": widgets.Dropdown(options=list(range(n_heads)), value=0, description="head",
-                                 style=style, layout=widgets.Layout(width="110px")),
-        "metric": widgets.Dropdown(options=[(METRIC_LABELS[m], m) for m in METRICS],
-                                   value="max_weight", description="plot", style=style,
-                                   layout=widgets.Layout(width="230px")),
-    }
-    if n_heads == 1:
-        c["head"].layout.display = "none"
-    css = {"d_k": "qkv-dk-slider", "scale": "qkv-scale-toggle"}
-    for name, w in c.items():
-        w.add_class(css.get(name, f"qkv-{name.replace('_', '-')}"))
-    return c
+    @traitlets.validate("temperature")
+    def _valid_temperature(self, proposal):
+        t = proposal["value"]
+        if not (0 < t < float("inf")):
+            raise traitlets.TraitError(f"temperature must be a finite number > 0, got {t}")
+        return t
 
+    # -- Python's part: vectors for (seed, n, head) -----------------------------
+    def _send_vectors(self):
+        q, k = draw_qk(self.seed, self.n_heads, self.n, D_MAX)  # (H, n, D_MAX) each, float64 of float32
+        self._good = {key: getattr(self, key) for key in _DATA_KEYS}
+        self.query = min(self.query, self.n - 1)
+        with self.hold_sync():  # q and k arrive together
+            self.k = f32_bytes(k[self.head])
+            self.q = f32_bytes(q[self.head])  # the browser recomputes on "change:q"
 
-def readouts_html(metrics: dict, n: int, d_k: int, scale: bool, pixels: int = 0) -> str:
-    """Small HTML table of the diagnostics (what the readouts panel shows).
-
-    ``pixels``: width of the heatmap on screen; when n exceeds it, a note says
-    that the picture samples one row/column in every n / pixels.
-    """
-    factor = f"1/\u221a{d_k} = {d_k ** -0.5:.3g}" if scale else "1 (no scaling)"
-    rows = [
-        ("score factor", factor),
-        ("score std", f"{metrics['score_std']:.3g}"),
-        ("max weight", f"{metrics['max_weight']:.3f}"),
-        ("row entropy", f"{metrics['entropy']:.3f} nats"),
-        ("effective tokens", f"{metrics['effective_tokens']:.2f} of {n}"),
-        ("softmax grad", f"{metrics['grad_norm']:.3g}"),
-    ]
-    if 0 < pixels < n:  # nearest-neighbour sampling: most cells are not on screen
-        rows.append(("heatmap shows", f"1 in ~{n / pixels:.0f} rows/cols"))
-    body = "".join(f"<tr><td>{k}</td><td style='text-align:right'><b>{v}</b></td></tr>"
-                   for k, v in rows)
-    return f"<table style='font-size:12px'>{body}</table>"
-
-
-class ScalingExplorer:
-    """Heatmap + readouts + metric-vs-d_k plot driven by ipywidgets.
-
-    Build it with :func:`scaling_explorer`. Every control change goes through
-    ``_on_change``: validate, compute with the math core, redraw in place.
-    A bad value shows a message and keeps the last good picture.
-    """
-
-    def __init__(self, n=16, d_k=64, scale=True, temperature=1.0, seed=0, n_heads=1,
-                 backend="auto"):
-        check_settings(n, d_k, seed, temperature, n_heads)
-        self.backend = pick_backend(backend)
-        self.controls = _controls(n, d_k, scale, temperature, seed, n_heads)
-        for name, w in self.controls.items():
-            setattr(self, name, w)
-        self.n_heads = n_heads
-        self._state = self._read()
-        self._compute(self._state, curves=True)
-        self.view = ExplorerFigure(self.weights, self.curves, d_k, scale, "max_weight",
-                                   self.backend)
-        self.figure, self.image, self.canvas = self.view.figure, self.view.image, self.view.widget
-        self.canvas.add_class("qkv-heatmap")
-        self.readouts = widgets.HTML(self._readouts(self._state),
-                                     layout=widgets.Layout(margin="0 0 0 12px"))
-        self.readouts.add_class("qkv-readouts")
-        self.message = widgets.HTML("")
-        self.message.add_class("qkv-message")
-        self.widget = self._layout()
-        for w in self.controls.values():
-            w.observe(self._on_change, names="value")
-
-    def _layout(self):
-        c = self.controls
-        row1 = widgets.HBox([c["d_k"], c["scale"], c["temperature"]])
-        row2 = widgets.HBox([c["n"], c["seed"], c["head"], c["metric"]])
-        body = widgets.HBox([self.canvas, self.readouts])
-        box = widgets.VBox([row1, row2, body, self.message])
-        box.add_class("qkv-explorer")
-        return box
-
-    def _read(self) -> dict:
-        return {name: w.value for name, w in self.controls.items()}
-
-    def _compute(self, s: dict, curves: bool):
-        if curves:
-            self.curves = dk_curves(s["seed"], self.n_heads, s["n"], s["temperature"], s["head"])
-        self.scores, self.weights, self.metrics = head_attention(
-            s["seed"], self.n_heads, s["n"], s["d_k"], s["scale"], s["temperature"], s["head"])
-
-    def _on_change(self, change=None):
-        new = self._read()
+    def _on_data(self, change=None):
         try:
-            check_settings(new["n"], new["d_k"], new["seed"], new["temperature"],
-                           self.n_heads, new["head"])
-            self._apply(new)  # its ValueErrors come from the maths, before any drawing
+            check_settings(self.n, self.d_k, self.seed, self.temperature, self.n_heads, self.head)
         except (ValueError, TypeError) as exc:
-            return self._show_error(f"{exc}. Showing the last valid settings.")
-        except Exception as exc:  # keep the widget alive whatever happens
-            return self._show_error(f"could not update: {type(exc).__name__}: {exc}")
-        self.message.value = ""
+            self.error = f"{exc}. Showing the last valid settings."
+            return
+        self.error = ""
+        if {key: getattr(self, key) for key in _DATA_KEYS} != self._good:
+            self._send_vectors()
 
-    def _apply(self, new: dict):
-        old = self._state
-        new_curves = any(new[k] != old[k] for k in _CURVE_KEYS)
-        if new_curves and new["n"] >= 256:  # seconds of work: say so while it runs
-            self.message.value = f"computing the d_k curves for n = {new['n']} ..."
-        self._compute(new, curves=new_curves)
-        self._state = new
-        if new["n"] != old["n"]:
-            self.view.resize(self.weights)
-        if new_curves or new["metric"] != old["metric"]:
-            self.view.set_step(self.weights, self.curves, new["d_k"], new["scale"], new["metric"])
-            self.view.set_curves(self.curves, new["metric"])
-        else:
-            self.view.step(self.weights, self.curves, new["d_k"], new["scale"], new["metric"])
-        self.readouts.value = self._readouts(new)
-        self.scale.description = _scale_label(new["scale"])
-
-    def _readouts(self, s: dict) -> str:
-        pixels = int(self.view.ax_w.bbox.width / self.figure.dpi * DPI)  # CSS pixels
-        return readouts_html(self.metrics, s["n"], s["d_k"], s["scale"], pixels)
-
-    def _show_error(self, text: str):
-        self.message.value = f"<span style='color:#b00020'>\u26a0 {text}</span>"
-
+    # -- what is on screen, from the math core ----------------------------------
     @property
     def settings(self) -> dict:
-        """The settings of the picture on screen (the last valid ones)."""
-        return dict(self._state)
+        """The settings on screen: n, seed, head, d_k, scale, temperature, query, metric."""
+        keys = ("n", "seed", "head", "d_k", "scale", "temperature", "query", "metric")
+        return {key: getattr(self, key) for key in keys}
 
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+    def _core(self):
+        s = self.settings
+        return head_attention(s["seed"], self.n_heads, s["n"], s["d_k"], s["scale"],
+                              s["temperature"], s["head"])
 
-    def close(self):
-        """Close this explorer's widgets (frees their front-end views)."""
-        for w in (*self.controls.values(), self.canvas, self.readouts, self.message):
-            w.close()
-        for box in (self.widget, *self.widget.children):
-            box.close()
+    @property
+    def scores(self):
+        """Scores (n, n) before softmax, from the math core."""
+        return self._core()[0]
+
+    @property
+    def weights(self):
+        """Weights (n, n), from the math core (what the browser draws)."""
+        return self._core()[1]
+
+    @property
+    def metrics(self) -> dict:
+        """``diagnostics.summarize(scores, weights)`` of the current step."""
+        return self._core()[2]
+
+    @property
+    def curves(self) -> dict:
+        """``dk_curves`` at the current seed, n, head and temperature."""
+        return dk_curves(self.seed, self.n_heads, self.n, self.temperature, self.head)
+
+    def static_png(self) -> bytes:
+        """The initial picture (heatmap, the query's bars, the metric curve) as PNG."""
+        return figure_png(explorer_figure(self.weights, self.curves, self.d_k, self.scale,
+                                          self.query, self.metric))
 
 
 def scaling_explorer(n=16, d_k=64, scale=True, temperature=1.0, seed=0, n_heads=1,
-                     backend="auto") -> ScalingExplorer:
+                     **kwargs) -> ScalingExplorer:
     """Build the scaling explorer; end a notebook cell with the returned object.
 
     n tokens (1..1024), d_k a power of two (1..1024), ``scale`` on/off,
     softmax ``temperature`` > 0, ``seed`` >= 0, ``n_heads`` (1..8, choose one
-    with the head control), ``backend`` "auto" | "ipympl" | "png".
+    with the head control). Keyword arguments: ``head``, ``query``, ``metric``.
     """
-    return ScalingExplorer(n, d_k, scale, temperature, seed, n_heads, backend)
+    return ScalingExplorer(n, d_k, scale, temperature, seed, n_heads, **kwargs)

@@ -1,0 +1,298 @@
+// qkv-viz in-browser renderer, part 2: chapter 4's scaling explorer.
+//
+// From Python (once per seed / n / head): q and k, float32 (n, d_max): the widest
+// draw; a smaller d_k uses the first d_k columns (qkv_viz/chapters/ch04_scaling/explorer.py).
+// Here, in the browser, for each step: scores = (q[:, :d_k] @ k[:, :d_k]^T) * factor,
+// factor = 1/sqrt(d_k) or 1; weights = stable softmax(scores / temperature); the
+// readouts; the pictures. Nothing of a d_k, scaling, temperature, metric or query
+// step goes back to Python for computing.
+
+const QUERY_COLOUR = "#D55E00", SCALED = "#0072B2", UNSCALED = "#D55E00";
+const POSITIVE = "#B2182B", NEGATIVE = "#2166AC";   // scores: the ends of style.SCORES_CMAP
+const METRIC_LABELS = {
+  max_weight: "max weight (row mean)", effective_tokens: "effective tokens (row mean)",
+  entropy: "row entropy, nats (row mean)", score_std: "score std (row mean)",
+  grad_norm: "softmax grad norm (row mean)",
+};
+
+// Unscaled q . k for every d_k of dks, one pass over the columns: dots[t] is (n, n).
+function allDots(q, k, n, dMax, dks) {
+  const dots = dks.map(() => new Float64Array(n * n));
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < n; j++) {
+      let acc = 0, c = 0;
+      for (let t = 0; t < dks.length; t++) {
+        for (; c < dks[t]; c++) acc += q[i * dMax + c] * k[j * dMax + c];
+        dots[t][i * n + j] = acc;   // (n, d_k) @ (d_k, n) -> (n, n), column by column
+      }
+    }
+  }
+  return dots;
+}
+
+function stepNumbers(dots, n, dk, scale, temperature) {
+  const factor = scale ? 1 / Math.sqrt(dk) : 1;
+  const scores = new Float64Array(n * n);
+  for (let i = 0; i < n * n; i++) scores[i] = dots[i] * factor;
+  const weights = softmaxRows(scores, n, n, temperature);
+  return {factor, scores, weights};
+}
+
+function render({model, el}) {
+  const dks = model.get("d_ks"), isStatic = Boolean(model.get("static"));
+  // ---- controls
+  const dk = rangeInput("qkv-dk-slider", 0, dks.length - 1, 1, dks.indexOf(model.get("d_k")), "d_k");
+  const dkOut = h("output", {class: "qkv-dk-value"});
+  const scale = h("input", {type: "checkbox", class: "qkv-scale-toggle", "aria-label": "divide the scores by sqrt(d_k)",
+                            "data-lm-suppress-shortcuts": "true"});
+  scale.checked = model.get("scale");
+  const temp = numberInput("qkv-temperature", model.get("temperature"), "temperature");
+  const nBox = numberInput("qkv-n", model.get("n"), "tokens n");
+  const seedBox = numberInput("qkv-seed", model.get("seed"), "seed");
+  const head = h("select", {class: "qkv-head", "aria-label": "head"});
+  for (let i = 0; i < model.get("n_heads"); i++) head.append(h("option", {value: i, text: `head ${i}`}));
+  head.value = String(model.get("head"));
+  const metric = h("select", {class: "qkv-metric", "aria-label": "metric plotted against d_k"});
+  for (const [m, label] of Object.entries(METRIC_LABELS)) metric.append(h("option", {value: m, text: label}));
+  metric.value = model.get("metric");
+  const message = h("div", {class: "qkv-message", role: "status"});
+  const heat = makeCanvas("qkv-heatmap", 446, 396);
+  const bars = makeCanvas("qkv-bars", 430, 396);
+  const curve = makeCanvas("qkv-curve", 446, 236);
+  const readouts = h("table", {class: "qkv-readouts"});
+  const pythonControls = [nBox, seedBox, head];
+  if (isStatic) for (const c of pythonControls) {
+    c.disabled = true;
+    c.title = "needs Python: open the notebook and run it";
+  }
+  const row1 = h("div", {class: "qkv-row"}, [
+    labelled("d_k", dk), dkOut, h("label", {class: "qkv-control"}, [scale, h("span", {text: "divide by \u221ad_k"})]),
+    labelled("temperature", temp)]);
+  const row2 = h("div", {class: "qkv-row"}, [labelled("tokens n", nBox), labelled("seed", seedBox),
+    ...(model.get("n_heads") > 1 ? [head] : []), labelled("plot against d_k", metric)]);
+  const side = h("div", {class: "qkv-side"}, [readouts, h("div", {class: "qkv-hint",
+    text: "Click a row of the heatmap to follow that query. Arrow keys move the focused slider."})]);
+  const root = h("div", {class: "qkv-figure qkv-explorer"}, [row1, row2, message,
+    h("div", {class: "qkv-row qkv-top"}, [heat.canvas, bars.canvas]),
+    h("div", {class: "qkv-row qkv-top"}, [curve.canvas, side])]);
+  el.append(root);
+
+  // ---- state: data from Python, settings on screen (the last valid ones)
+  let data = null, numbers = null, curves = null, curvesFor = null;
+  const s = {dk: model.get("d_k"), scale: model.get("scale"), temperature: model.get("temperature"),
+             query: Math.min(model.get("query"), model.get("n") - 1), metric: model.get("metric")};
+
+  function loadData() {
+    const n = model.get("n"), dMax = model.get("d_max");
+    const q = asF32(model.get("q")), k = asF32(model.get("k"));
+    if (q.length !== n * dMax || k.length !== n * dMax) throw new Error(`data for n = ${n} not received yet`);
+    data = {n, dots: allDots(q, k, n, dMax, dks)};
+    s.query = Math.min(s.query, n - 1);
+    curves = null;
+  }
+
+  function computeCurves() {        // every metric at every d_k, scaled and unscaled
+    const {n, dots} = data;
+    const out = Object.fromEntries(METRIC_NAMES.map((m) => [m, {scaled: [], unscaled: []}]));
+    dks.forEach((d, t) => {
+      for (const [key, on] of [["scaled", true], ["unscaled", false]]) {
+        const r = stepNumbers(dots[t], n, d, on, s.temperature);
+        const sum = summarize(r.scores, r.weights, n, n);
+        for (const m of METRIC_NAMES) out[m][key].push(sum[m]);
+      }
+    });
+    curves = out;
+    curvesFor = s.temperature;
+  }
+
+  function update() {               // one step: the numbers, then every picture
+    const n = data.n;
+    numbers = stepNumbers(data.dots[dks.indexOf(s.dk)], n, s.dk, s.scale, s.temperature);
+    numbers.metrics = summarize(numbers.scores, numbers.weights, n, n);
+    numbers.row = rowDiagnostics(numbers.scores, numbers.weights, s.query * n, n);
+    dkOut.textContent = String(s.dk);
+    drawHeat();
+    drawBarsPanel();
+    drawReadouts();
+    if (curves && curvesFor === s.temperature) drawCurve();
+    else {                          // the 22 softmaxes of the curves: after this frame
+      drawCurve();
+      clearTimeout(update.timer);
+      update.timer = setTimeout(() => { computeCurves(); drawCurve(); }, n > 256 ? 30 : 0);
+    }
+    el.qkv = {settings: {...s, n, seed: model.get("seed"), head: model.get("head")},
+              weights: numbers.weights, scores: numbers.scores, metrics: numbers.metrics,
+              row: numbers.row, curves};
+  }
+
+  const HX = 56, HY = 30, HS = 320;   // heatmap box in the heat canvas (CSS px)
+  function drawHeat() {
+    const {ctx, width, height} = heat, n = data.n;
+    ctx.clearRect(0, 0, width, height);
+    text(ctx, "attention weights (each row sums to 1)", HX, 18, {font: BOLD});
+    drawHeatmap(ctx, numbers.weights, n, n, lut, HX, HY, HS, HS);
+    const cell = HS / n;
+    for (const t of cellTicks(n)) {
+      text(ctx, String(t), HX + (t + 0.5) * cell, HY + HS + 14, {align: "center", font: SMALL});
+      text(ctx, String(t), HX - 5, HY + (t + 0.5) * cell, {align: "right", base: "middle", font: SMALL});
+    }
+    text(ctx, "keys (columns)", HX + HS / 2, HY + HS + 32, {align: "center"});
+    text(ctx, "queries (rows)", 14, HY + HS / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
+    ctx.strokeStyle = QUERY_COLOUR;
+    ctx.lineWidth = 2;
+    ctx.strokeRect(HX - 1, HY + s.query * cell - 1, HS + 2, Math.max(cell, 2) + 2);
+    ctx.lineWidth = 1;
+    drawColourBar(ctx, lut, HX + HS + 14, HY, 12, HS, "weight");
+  }
+
+  function drawBarsPanel() {
+    const {ctx, width, height} = bars, n = data.n, o = s.query * n;
+    ctx.clearRect(0, 0, width, height);
+    const w = numbers.weights.subarray(o, o + n), sc = numbers.scores.subarray(o, o + n);
+    const top = {x: 46, y: 30, w: width - 56, h: 140};
+    text(ctx, `query ${s.query}: its weights over the ${n} keys`, top.x, 18, {font: BOLD, colour: QUERY_COLOUR});
+    const yOf = drawBars(ctx, w, top, 0, 1, (v) => lutColour(lut, v));
+    yAxis(ctx, top, yOf, [0, 0.5, 1]);
+    text(ctx, "weight", 10, top.y + top.h / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
+    const bottom = {x: 46, y: 232, w: width - 56, h: 130};
+    let big = 0;
+    for (const v of sc) big = Math.max(big, Math.abs(v));
+    big = big || 1;
+    text(ctx, `query ${s.query}: its scores \u00d7 ${fmt(numbers.factor)} (before softmax)`, bottom.x, 214, {font: BOLD});
+    const yOf2 = drawBars(ctx, sc, bottom, -big, big, (v) => (v >= 0 ? POSITIVE : NEGATIVE));
+    yAxis(ctx, bottom, yOf2, [-big, 0, big], (t) => fmt(t, 2));
+    text(ctx, "score", 10, bottom.y + bottom.h / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
+    text(ctx, "keys", top.x + top.w / 2, top.y + top.h + 16, {align: "center", font: SMALL});
+    text(ctx, "keys", bottom.x + bottom.w / 2, bottom.y + bottom.h + 16, {align: "center", font: SMALL});
+  }
+
+  function drawCurve() {
+    const {ctx, width, height} = curve;
+    ctx.clearRect(0, 0, width, height);
+    const box = {x: 64, y: 30, w: width - 84, h: height - 76};
+    text(ctx, `${METRIC_LABELS[s.metric]} against d_k`, box.x - 50, 16, {font: BOLD});
+    if (!curves) { text(ctx, "computing the curves\u2026", box.x + 10, box.y + 30); return; }
+    const ys = [...curves[s.metric].scaled, ...curves[s.metric].unscaled];
+    const log = s.metric === "score_std";
+    const tf = log ? Math.log10 : (v) => v;
+    let lo = Math.min(...ys.map(tf)), hi = Math.max(...ys.map(tf));
+    if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
+    const pad = 0.06 * (hi - lo);
+    lo -= pad; hi += pad;
+    const xOf = (t) => box.x + box.w * t / (dks.length - 1);
+    const yOf = (v) => box.y + box.h * (hi - tf(v)) / (hi - lo);
+    ctx.strokeStyle = "#444";
+    ctx.strokeRect(box.x - 0.5, box.y - 0.5, box.w + 1, box.h + 1);
+    dks.forEach((d, t) => { if (t % 2 === 0) text(ctx, String(d), xOf(t), box.y + box.h + 14, {align: "center", font: SMALL}); });
+    text(ctx, "d_k (log scale)", box.x + box.w / 2, box.y + box.h + 32, {align: "center"});
+    const ticks = [lo + pad, (lo + hi) / 2, hi - pad];
+    for (const t of ticks) {
+      const v = log ? Math.pow(10, t) : t;
+      text(ctx, fmt(v, 2), box.x - 6, yOf(v), {align: "right", base: "middle", font: SMALL});
+    }
+    for (const [key, colour] of [["scaled", SCALED], ["unscaled", UNSCALED]]) {
+      ctx.strokeStyle = colour;
+      ctx.lineWidth = 2;
+      ctx.setLineDash(key === "scaled" ? [] : [6, 3]);
+      ctx.beginPath();
+      curves[s.metric][key].forEach((v, t) => (t ? ctx.lineTo(xOf(t), yOf(v)) : ctx.moveTo(xOf(t), yOf(v))));
+      ctx.stroke();
+    }
+    ctx.setLineDash([]);
+    ctx.lineWidth = 1;
+    const t = dks.indexOf(s.dk), v = curves[s.metric][s.scale ? "scaled" : "unscaled"][t];
+    ctx.strokeStyle = "#999";
+    ctx.setLineDash([3, 3]);
+    ctx.beginPath(); ctx.moveTo(xOf(t), box.y); ctx.lineTo(xOf(t), box.y + box.h); ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.fillStyle = "#000";
+    ctx.beginPath(); ctx.arc(xOf(t), yOf(v), 6, 0, 2 * Math.PI); ctx.fill();
+    text(ctx, "\u2014 scaled", width - 150, 16, {colour: SCALED, font: BOLD});
+    text(ctx, "- - not scaled", width - 82, 16, {colour: UNSCALED, font: BOLD});
+  }
+
+  function drawReadouts() {
+    const m = numbers.metrics, r = numbers.row, n = data.n;
+    const rows = [
+      ["", "all rows (mean)", `query ${s.query}`],
+      ["score factor", s.scale ? `1/\u221a${s.dk} = ${fmt(numbers.factor)}` : "1 (not scaled)", ""],
+      ["score std", fmt(m.score_std), fmt(r.score_std)],
+      ["max weight", m.max_weight.toFixed(3), r.max_weight.toFixed(3)],
+      ["entropy (nats)", m.entropy.toFixed(3), r.entropy.toFixed(3)],
+      ["effective tokens", `${m.effective_tokens.toFixed(2)} of ${n}`, r.effective_tokens.toFixed(2)],
+      ["softmax grad norm", fmt(m.grad_norm), fmt(r.grad_norm)],
+    ];
+    if (n > HS) rows.push(["heatmap shows", `1 in ~${Math.round(n / HS)} rows/cols`, ""]);
+    readouts.replaceChildren(...rows.map((cells, i) => h("tr", {}, cells.map((c, j) =>
+      h(i === 0 || j === 0 ? "th" : "td", {text: c}))))); // textContent only
+  }
+
+  // ---- events: validate each control on its own; a bad value keeps the last good picture
+  function attempt(change) {
+    try {
+      change();
+      update();
+      setMessage(message, "");
+    } catch (err) {
+      setMessage(message, `${err.message}. Showing the last valid settings.`);
+    }
+  }
+  function sync(name, value) {
+    model.set(name, value);
+    model.save_changes();
+  }
+  dk.addEventListener("input", () => attempt(() => { s.dk = dks[Number(dk.value)]; sync("d_k", s.dk); }));
+  scale.addEventListener("change", () => attempt(() => { s.scale = scale.checked; sync("scale", s.scale); }));
+  temp.addEventListener("input", () => attempt(() => {
+    const t = parseNumber(temp.value, "temperature", {min: 0, minExclusive: true, max: 1e6});
+    s.temperature = t;
+    sync("temperature", t);
+  }));
+  metric.addEventListener("change", () => attempt(() => { s.metric = metric.value; sync("metric", s.metric); }));
+  heat.canvas.addEventListener("click", (e) => attempt(() => {
+    const rect = heat.canvas.getBoundingClientRect();
+    const y = e.clientY - rect.top, x = e.clientX - rect.left;
+    if (x < HX || x > HX + HS || y < HY || y >= HY + HS) return;
+    s.query = Math.floor((y - HY) / (HS / data.n));
+    sync("query", s.query);
+  }));
+  const askPython = (box, name, opts) => box.addEventListener("change", () => {
+    try {
+      const v = parseNumber(box.value, name, opts);
+      setMessage(message, "asking Python for new vectors\u2026", false);
+      sync(box === nBox ? "n" : "seed", v);
+    } catch (err) {
+      setMessage(message, `${err.message}. Showing the last valid settings.`);
+    }
+  });
+  askPython(nBox, "tokens n", {integer: true, min: 1, max: model.get("n_max")});
+  askPython(seedBox, "seed", {integer: true, min: 0, max: 2 ** 32 - 1});
+  head.addEventListener("change", () => sync("head", Number(head.value)));
+
+  const onData = () => attempt(() => {
+    loadData();
+    nBox.value = String(data.n);
+    seedBox.value = String(model.get("seed"));
+    if (!model.get("error")) setMessage(message, "");
+  });
+  model.on("change:q", onData);
+  model.on("change:error", () => { const e = model.get("error"); if (e) setMessage(message, e); });
+  // Python-side changes of the step settings (explorer.d_k = 256 in a cell) move the controls too
+  // (our own model.set fires these too: nothing to do when the value is already on screen)
+  const follow = (name, key, apply) => model.on(`change:${name}`, () => {
+    const v = model.get(name);
+    if (v !== s[key]) attempt(() => apply(v));
+  });
+  follow("d_k", "dk", (v) => { s.dk = v; dk.value = String(dks.indexOf(v)); });
+  follow("scale", "scale", (v) => { s.scale = v; scale.checked = v; });
+  follow("temperature", "temperature", (v) => { s.temperature = v; temp.value = String(v); });
+  follow("query", "query", (v) => { s.query = Math.min(v, data.n - 1); });
+  follow("metric", "metric", (v) => { s.metric = v; metric.value = v; });
+
+  const lut = bytesOf(model.get("lut"));
+  attempt(loadData);
+  if (model.get("error")) setMessage(message, model.get("error"));
+  return () => clearTimeout(update.timer);
+}
+
+export default { render };

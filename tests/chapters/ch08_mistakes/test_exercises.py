@@ -84,3 +84,15 @@ def test_unscaled_fix_is_named():
 def test_errors_in_the_readers_code_are_feedback():
     fb = ch08.check_attention_fixed(lambda q, k, v: q @ v, seed=0)
     assert not fb and "raised ValueError" in fb.message
+
+
+def test_notebook_shows_the_same_buggy_function_the_checker_uses():
+    import inspect
+    import json
+    import pathlib
+
+    nb = pathlib.Path(__file__).resolve().parents[3] / "notebooks" / "08_common_mistakes.ipynb"
+    text = "".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "markdown")
+    body = inspect.getsource(ch08.attention_buggy).splitlines()
+    for line in [body[0]] + body[2:]:  # skip the docstring line
+        assert line in text, line

@@ -187,7 +187,7 @@ def build_model(config: RealConfig, tensors: dict, tokenizer, source: str) -> Re
     """Assemble a ``RealModel`` from Hugging Face-named tensors (torch layout)."""
     t = normalize_names(tensors)
     get = _getter(t, source)
-    layers = [_layer(get, f"encoder.layer.{i}.") for i in range(config.n_layers)]
+    layers = [_layer(get, f"encoder.layer.{i}.", config.n_heads) for i in range(config.n_layers)]
     emb = "embeddings."
     return RealModel(config=config, word_emb=get(emb + "word_embeddings.weight", dtype=None),
                      pos_emb=get(emb + "position_embeddings.weight"),
@@ -205,7 +205,7 @@ def _getter(t: dict, source: str):
     return get
 
 
-def _layer(get, p: str) -> LayerWeights:
+def _layer(get, p: str, n_heads: int) -> LayerWeights:
     def dense(name):
         return get(p + name + ".weight", transpose=True), get(p + name + ".bias")
 
@@ -214,7 +214,8 @@ def _layer(get, p: str) -> LayerWeights:
 
     (W_q, b_q), (W_k, b_k), (W_v, b_v), (W_o, b_o) = (dense(n) for n in ATTENTION_PARTS)
     (W_1, b_1), (W_2, b_2) = dense("intermediate.dense"), dense("output.dense")
-    attn = MultiHeadParams(W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o)
+    attn = MultiHeadParams(W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
+                           n_heads=n_heads)
     return LayerWeights(attn=attn, ln1=norm("attention.output"), W_1=W_1, b_1=b_1,
                         W_2=W_2, b_2=b_2, ln2=norm("output"))
 

@@ -33,4 +33,5 @@ def params_from_torch_mha(mha) -> MultiHeadParams:
     b = mha.in_proj_bias
     b_q, b_k, b_v = (None, None, None) if b is None else (_np(x) for x in b.chunk(3))
     return MultiHeadParams(W_q=W_q, W_k=W_k, W_v=W_v, W_o=_np(mha.out_proj.weight).T,
-                            b_q=b_q, b_k=b_k, b_v=b_v, b_o=_maybe(mha.out_proj.bias))
+                            b_q=b_q, b_k=b_k, b_v=b_v, b_o=_maybe(mha.out_proj.bias),
+                            n_heads=mha.num_heads)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .validate import positive_int
+from .validate import as_bool, positive_int
 
 
 @dataclass(frozen=True)
@@ -14,7 +14,8 @@ class AttentionConfig:
     n_heads: number of heads. d_k / d_v: per-head query-key and value widths;
     by default ``d_model // n_heads`` (which then must divide exactly).
     n_layers: how many such layers the model stacks (for whole-model counts).
-    bias: whether the projections carry bias vectors.
+    bias: whether the projections carry bias vectors (True or False; a string
+    such as "False" is refused, since Python would read it as true).
     """
 
     d_model: int = 768
@@ -25,6 +26,7 @@ class AttentionConfig:
     bias: bool = True
 
     def __post_init__(self):
+        object.__setattr__(self, "bias", as_bool("bias", self.bias))
         positive_int("d_model", self.d_model)
         positive_int("n_heads", self.n_heads)
         positive_int("n_layers", self.n_layers)
@@ -46,6 +48,16 @@ class AttentionConfig:
     def d_head_total(self) -> int:
         """Width of all heads' queries side by side: n_heads * d_k."""
         return self.n_heads * self.d_k
+
+
+def as_config(config, name: str = "config") -> AttentionConfig:
+    """Return ``config`` if it is an ``AttentionConfig``, else raise a ``TypeError`` saying how to build one."""
+    if not isinstance(config, AttentionConfig):
+        raise TypeError(
+            f"{name} must be an AttentionConfig, got {type(config).__name__}: {config!r:.80}. "
+            f"Build one with AttentionConfig(d_model=..., n_heads=...)"
+            + (f", e.g. AttentionConfig(**{name})" if isinstance(config, dict) else ""))
+    return config
 
 
 def _divisors_near(n: int, target: int) -> list:

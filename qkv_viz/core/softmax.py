@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .validate import as_array, positive_number
+from .validate import as_array, as_distribution, axis_index, positive_number
 
 
 def softmax(x, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
@@ -17,6 +17,7 @@ def softmax(x, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
     to 1 along ``axis``.
     """
     x = as_array("x", x)
+    axis = axis_index("axis", axis, x.ndim)
     t = positive_number("temperature", temperature)
     # Shift first, then divide: (x - max) <= 0, so even a tiny temperature
     # only sends the others to -inf (weight 0), never inf - inf = NaN.
@@ -31,8 +32,11 @@ def naive_softmax(x, axis: int = -1) -> np.ndarray:
 
     For teaching only: it overflows to NaN once a logit passes about 709.
     Overflow warnings are silenced so the NaN itself is what the reader sees.
+    Shapes: ``x`` (..., n) -> same shape. Its input is checked like
+    ``softmax``'s (finite numbers); only its output may hold NaN, on purpose.
     """
-    x = np.asarray(x, dtype=np.float64)
+    x = as_array("x", x)
+    axis = axis_index("axis", axis, x.ndim)
     with np.errstate(over="ignore", invalid="ignore"):
         e = np.exp(x)
         return e / e.sum(axis=axis, keepdims=True)
@@ -42,8 +46,10 @@ def softmax_jacobian(p) -> np.ndarray:
     """Jacobian of softmax at output ``p``: ``diag(p) - p p^T``.
 
     Shapes: ``p`` (..., n) -> (..., n, n). Entry [i, j] is d p_i / d s_j.
+    Each row of ``p`` must be a probability distribution (>= 0, summing to 1):
+    the formula only holds at an output of softmax.
     """
-    p = as_array("p", p)
+    p = as_distribution("p", p)
     eye = np.eye(p.shape[-1])
     outer = p[..., :, None] * p[..., None, :]  # (..., n, 1) * (..., 1, n) -> (..., n, n)
     return p[..., :, None] * eye - outer

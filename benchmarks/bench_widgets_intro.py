@@ -1,10 +1,9 @@
-"""One update of chapter 1's library widget and chapter 2's size calculator.
+"""One update of chapter 1's library widget.
 
 Prints one line per case:
 
     BENCH library_widget plot=0 median_ms=... p95_ms=...
     BENCH library_widget plot=1 median_ms=... p95_ms=...
-    BENCH config_calculator median_ms=... p95_ms=...
 
 Timed (wall clock) from setting a control's value until its callback returns:
 weights and table recomputed and, with plot=1, the reused two-panel figure
@@ -26,7 +25,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 
 from qkv_viz.chapters.ch01_library.widget import library_widget  # noqa: E402
-from qkv_viz.chapters.ch02_projections.figures import config_calculator  # noqa: E402
 
 STEPS = 30
 
@@ -51,13 +49,6 @@ def bench_library(plot: bool) -> None:
     print(f"BENCH library_widget plot={int(plot)} {_stats(times)}", flush=True)
 
 
-def bench_calculator() -> None:
-    w = config_calculator()
-    times = _time_steps(w.boxes["T"], [int(n) for n in np.geomspace(16, 8192, STEPS)])
-    print(f"BENCH config_calculator {_stats(times)}", flush=True)
-
-
 if __name__ == "__main__":
     bench_library(plot=False)
     bench_library(plot=True)
-    bench_calculator()

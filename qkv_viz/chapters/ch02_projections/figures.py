@@ -1,141 +1,147 @@
-"""Chapter 2 pictures and the size calculator.
+"""Chapter 2 pictures: what the three projections *mean*.
 
-``plot_flops_vs_T`` and ``plot_projection_shapes`` (``ax=None``, return the
-artists), then ``config_calculator``. Bad input shows a message inside the widget.
+- ``plot_token_to_qkv``: one token vector x becoming three vectors q, k, v,
+  every entry written in its cell.
+- ``frame_row_max``: frame each row's largest score on a heatmap.
+- ``plot_query_geometry``: tokens in the plane, their keys and one query as
+  arrows, each key labelled with its score q . k (why W_q changes who is read).
+
+Each takes ``ax=None``, returns the artists it drew and never calls
+``plt.show()``. Colours follow the book's roles (``qkv_viz.viz.style``):
+queries vermillion, keys blue, values green, the plain token grey.
 """
 from __future__ import annotations
 
-import html
-
-import ipywidgets as widgets
 import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import FancyArrowPatch, Rectangle
 
-from qkv_viz.core.config import AttentionConfig
-from qkv_viz.core.sizes import attention_flops, param_count
+from qkv_viz.core.validate import as_array
+from qkv_viz.viz import style
 
-QUERY_COLOR, KEY_COLOR = "tab:red", "tab:blue"
+TOKEN_COLOR = "0.45"  # the plain token x: no role yet
+ROLE_COLORS = {"q": style.QUERY_COLOR, "k": style.KEY_COLOR, "v": style.VALUE_COLOR}
+ROLE_WORDS = {"q": "query: what I look for", "k": "key: what I offer as a label",
+              "v": "value: what I pass on"}
 
 
-# ---------------------------------------------------------------- pictures
-def plot_flops_vs_T(config: AttentionConfig, Ts, ax=None):
-    """FLOPs of one layer against sequence length T, log-log. Returns the lines.
+def _vector_row(ax, values, x0: float, y0: float, color, decimals: int = 2):
+    """One row of cells at (x0, y0), one cell per entry, the value written inside."""
+    artists = []
+    for i, value in enumerate(values):
+        artists.append(ax.add_patch(Rectangle((x0 + i, y0), 1, 1, facecolor=color, alpha=0.18,
+                                              edgecolor=color, lw=1.2)))
+        artists.append(ax.text(x0 + i + 0.5, y0 + 0.5, f"{value:.{decimals}f}", ha="center",
+                               va="center", fontsize=style.ANNOTATION_PT))
+    return artists
 
-    Q/K/V projections and W_o grow like T; scores and the weighted sum like T^2.
+
+def plot_token_to_qkv(x, W_q, W_k, W_v, ax=None, token: str = "token 1", decimals: int = 2):
+    """One token x (d_model,) becoming q = x W_q, k = x W_k (d_k,) and v = x W_v (d_v,).
+
+    The token is a row of d_model cells on top; three arrows labelled with the
+    matrix and its shape lead to the three rows below, coloured by role.
+    Returns the artists (cells, texts, arrows).
     """
+    x = as_array("x", x, ndim=1)
+    mats = {"q": as_array("W_q", W_q, ndim=2), "k": as_array("W_k", W_k, ndim=2),
+            "v": as_array("W_v", W_v, ndim=2)}
+    for role, W in mats.items():
+        if W.shape[0] != x.shape[0]:
+            raise ValueError(f"W_{role} needs {x.shape[0]} rows (d_model of x): x has shape "
+                             f"{x.shape}, W_{role} has shape {W.shape}")
+    vectors = {role: x @ W for role, W in mats.items()}  # (d_model,) @ (d_model, d) -> (d,)
     if ax is None:
-        _, ax = plt.subplots(figsize=(5, 3))
-    parts = [attention_flops(config, int(T)) for T in Ts]
-    series = {"Q, K, V projections": [p["projections"] for p in parts],
-              "scores + weighted sum": [p["scores"] + p["weighted_sum"] for p in parts],
-              "output W_o": [p["output"] for p in parts],
-              "total": [p["total"] for p in parts]}
-    lines = [ax.loglog(Ts, y, label=name, lw=2 if name == "total" else 1.2)[0]
-             for name, y in series.items()]
-    ax.set(xlabel="sequence length T", ylabel="FLOPs per layer")
-    ax.legend(fontsize=7)
-    return lines
-
-
-def plot_projection_shapes(config: AttentionConfig, T: int, ax=None, head: int = 0):
-    """X (T, d_model) @ W_q (d_model, H d_k) = Q (T, H d_k), drawn to scale.
-
-    W_q and Q are cut into their n_heads column blocks; block ``head`` is
-    highlighted to show that one head's W_q is a slice of the big matrix.
-    Returns the rectangles drawn.
-    """
-    if not 0 <= head < config.n_heads:
-        raise ValueError(f"head must be in 0..{config.n_heads - 1}, got {head}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 2.2))
-    c, gap = config, 0.25 * config.d_model
-    blocks = [("X", T, c.d_model, 1), ("W_q", c.d_model, c.d_head_total, c.n_heads),
-              ("Q", T, c.d_head_total, c.n_heads)]
-    x, artists = 0.0, []
-    for i, (name, rows, cols, parts) in enumerate(blocks):
-        width = cols / parts
-        for p in range(parts):
-            lit = parts > 1 and p == head
-            artists.append(ax.add_patch(plt.Rectangle(
-                (x + p * width, -rows), width, rows, edgecolor="white", lw=0.5,
-                facecolor=QUERY_COLOR if lit else ("0.75" if p % 2 else "0.6"))))
-        ax.text(x + cols / 2, 0.05 * c.d_model, f"{name}  ({rows} x {cols})", ha="center", fontsize=8)
-        if i < 2:
-            ax.text(x + cols + gap / 2, -T / 2, "@" if i == 0 else "=", ha="center", va="center")
-        x += cols + gap
-    ax.set(xlim=(-10, x - gap + 10), ylim=(-1.05 * max(T, c.d_model), 0.2 * c.d_model), aspect="equal")
+        _, ax = plt.subplots(figsize=style.figsize(1.0, 0.36))
+    gap = 1.5
+    widths = [v.size for v in vectors.values()]
+    total = sum(widths) + gap * (len(widths) - 1)
+    x_left = (total - x.size) / 2
+    top, bottom = 3.2, 0.0
+    artists = _vector_row(ax, x, x_left, top, TOKEN_COLOR, decimals)
+    artists.append(ax.text(x_left - 0.3, top + 0.5, f"x ({token})", ha="right", va="center",
+                           fontsize=style.FONT_PT))
+    left = 0.0
+    for (role, vec), W in zip(vectors.items(), mats.values()):
+        color = ROLE_COLORS[role]
+        artists += _vector_row(ax, vec, left, bottom, color, decimals)
+        centre = left + vec.size / 2
+        artists.append(ax.add_patch(FancyArrowPatch(
+            (x_left + x.size / 2, top), (centre, bottom + 1.05), arrowstyle="-|>",
+            mutation_scale=12, color=color, lw=1.5)))
+        mid = ((x_left + x.size / 2 + centre) / 2, (top + bottom + 1) / 2)
+        artists.append(ax.text(*mid, f"@ W_{role}  {W.shape[0]}x{W.shape[1]}", ha="center",
+                               va="center", color=color, fontsize=style.FONT_PT,
+                               bbox=dict(facecolor="white", edgecolor="none", pad=1)))
+        artists.append(ax.text(centre, bottom - 0.35, f"{role} = x @ W_{role}\n{ROLE_WORDS[role]}",
+                               ha="center", va="top", color=color, fontsize=style.FONT_PT))
+        left += vec.size + gap
+    ax.set(xlim=(min(-0.2, x_left - 2.6), total + 0.2), ylim=(-1.9, top + 1.2), aspect="equal")
     ax.axis("off")
     return artists
 
 
+def _beyond_tip(ax, tip, text, color, bold=False):
+    """``text`` just beyond an arrow's tip, growing away from the origin."""
+    u = np.asarray(tip, dtype=float) / (np.linalg.norm(tip) or 1.0)
+    ha = "left" if u[0] > 0.35 else "right" if u[0] < -0.35 else "center"
+    va = "bottom" if u[1] > 0.35 else "top" if u[1] < -0.35 else "center"
+    return ax.annotate(text, tuple(tip), xytext=tuple(6 * u), textcoords="offset points", ha=ha,
+                       va=va, color=color, fontsize=style.FONT_PT,
+                       fontweight="bold" if bold else "normal")
 
 
-# ---------------------------------------------------------------- widgets
-def size_report(config: AttentionConfig, T: int) -> list:
-    """Rows ``(label, number)`` of parameter counts and FLOPs for one layer at T tokens."""
-    c = config
-    qkv = dict(include_output=False)
-    no_b, with_b = param_count(c, bias=False, **qkv), param_count(c, bias=True, **qkv)
-    flops = attention_flops(c, T)
-    return [
-        (f"one head: W_q, W_k, W_v ({c.d_model}x{c.d_k}, {c.d_model}x{c.d_k}, "
-         f"{c.d_model}x{c.d_v}), no bias", param_count(c, bias=False, per_head=True)),
-        (f"all {c.n_heads} heads: W_q, W_k, W_v, no bias", no_b),
-        ("all heads: W_q, W_k, W_v + their biases", with_b),
-        (f"W_o ({c.n_heads * c.d_v}x{c.d_model}), no bias", param_count(c, bias=False) - no_b),
-        ("whole layer (W_q, W_k, W_v, W_o), no bias", param_count(c, bias=False)),
-        ("whole layer, with biases", param_count(c, bias=True)),
-        (f"this config (bias={c.bias})", param_count(c)),
-        (f"FLOPs Q, K, V projections, T={T}", flops["projections"]),
-        (f"FLOPs scores Q K^T, T={T}", flops["scores"]),
-        (f"FLOPs weights @ V, T={T}", flops["weighted_sum"]),
-        (f"FLOPs output W_o, T={T}", flops["output"]),
-        (f"FLOPs total, T={T}", flops["total"]),
-    ]
+def plot_query_geometry(X, W_q=None, W_k=None, query: int = 0, ax=None, tokens=None):
+    """2-D tokens X (T, 2): keys k_j = x_j W_k (blue) and one query q = x_query W_q (vermillion).
 
-
-def report_html(rows) -> str:
-    """``size_report`` rows as an HTML table with thousands separators."""
-    body = "".join(f"<tr><td>{html.escape(label)}</td>"
-                   f"<td style='text-align:right;padding-left:12px'>{value:,}</td></tr>"
-                   for label, value in rows)
-    return f"<table style='font-family:monospace'>{body}</table>"
-
-
-def config_calculator(d_model: int = 768, n_heads: int = 12, T: int = 512):
-    """Boxes for d_model, n_heads, d_k, d_v (0 = d_model / n_heads), bias and T (tokens).
-
-    Shows parameter counts and FLOPs (via ``qkv_viz.sizes``). An invalid config
-    shows AttentionConfig's message and keeps the last good table. Returns a
-    ``VBox`` with attributes ``boxes`` (dict name -> widget), ``table`` and
-    ``message`` (HTML) for tests.
+    ``W_q``/``W_k`` default to the identity (no projection). Each key is labelled
+    with its score q . k_j; the best key's label is bold. Returns the artists
+    (key arrows, key labels, the query arrow, its label).
     """
-    ints = dict(d_model=d_model, n_heads=n_heads, d_k=0, d_v=0, T=T)
-    boxes = {name: widgets.IntText(value=v, description=name, layout=widgets.Layout(width="170px"))
-             for name, v in ints.items()}
-    boxes["bias"] = widgets.Checkbox(value=True, description="bias")
-    table, message = widgets.HTML(), widgets.HTML()
+    X = as_array("X", X, ndim=2)
+    if X.shape[1] != 2:
+        raise ValueError(f"X must be (T, 2) to be drawn in the plane, got shape {X.shape}")
+    eye = np.eye(2)
+    W_q = eye if W_q is None else as_array("W_q", W_q, ndim=2)
+    W_k = eye if W_k is None else as_array("W_k", W_k, ndim=2)
+    for name, W in (("W_q", W_q), ("W_k", W_k)):
+        if W.shape != (2, 2):
+            raise ValueError(f"{name} must be (2, 2) here, got shape {W.shape}")
+    T = X.shape[0]
+    if not 0 <= query < T:
+        raise ValueError(f"query must be in 0..{T - 1}, got {query}")
+    tokens = [f"token {j + 1}" for j in range(T)] if tokens is None else [str(t) for t in tokens]
+    if len(tokens) != T:
+        raise ValueError(f"tokens has {len(tokens)} labels but X has {T} rows")
+    K = X @ W_k             # (T, 2) @ (2, 2) -> (T, 2)
+    q = X[query] @ W_q      # (2,) @ (2, 2) -> (2,)
+    scores = K @ q          # (T, 2) @ (2,) -> (T,)
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(0.5, 0.9))
+    artists, best = [], int(np.argmax(scores))
+    for j, (k, s) in enumerate(zip(K, scores)):
+        artists.append(ax.annotate("", k, (0, 0), arrowprops=dict(
+            arrowstyle="-|>", color=style.KEY_COLOR, lw=1.6)))
+        artists.append(_beyond_tip(ax, k, f"k {j + 1}: q.k = {s:.2f}", style.KEY_COLOR,
+                                   bold=j == best))
+    artists.append(ax.annotate("", q, (0, 0), arrowprops=dict(
+        arrowstyle="-|>", color=style.QUERY_COLOR, lw=3, alpha=0.85)))
+    normal = np.array([-q[1], q[0]]) / (np.linalg.norm(q) or 1.0)  # left of the query arrow
+    artists.append(ax.annotate(f"q of {tokens[query]}", q * 0.5, xytext=tuple(14 * normal),
+                               textcoords="offset points", ha="center", va="center",
+                               color=style.QUERY_COLOR, fontsize=style.FONT_PT, fontweight="bold"))
+    reach = 1.7 * max(np.abs(K).max(), np.abs(q).max())
+    ax.set(xlim=(-reach, reach), ylim=(-reach, reach), aspect="equal")
+    ax.axhline(0, color="0.85", lw=0.8, zorder=0)
+    ax.axvline(0, color="0.85", lw=0.8, zorder=0)
+    ax.set_axis_off()
+    return artists
 
-    def update(_=None):
-        v = {name: box.value for name, box in boxes.items()}
-        try:
-            config = AttentionConfig(d_model=v["d_model"], n_heads=v["n_heads"],
-                                     d_k=v["d_k"] or None, d_v=v["d_v"] or None, bias=v["bias"])
-            rows = size_report(config, v["T"])
-        except (ValueError, TypeError) as exc:
-            message.value = (f"<b style='color:#b00'>{html.escape(str(exc))}</b><br>"
-                             "(the table still shows the last valid shape)")
-            return
-        message.value = (f"d_k = {config.d_k}, d_v = {config.d_v} "
-                         f"(0 in a box means d_model / n_heads)")
-        table.value = report_html(rows)
 
-    for box in boxes.values():
-        box.observe(update, names="value")
-    update()
-    grid = widgets.HBox([widgets.VBox(list(boxes.values())[:3]),
-                         widgets.VBox(list(boxes.values())[3:])])
-    widget = widgets.VBox([grid, message, table])
-    for w, name in ((widget, "calculator"), (message, "calc-message"), (table, "calc-table")):
-        w.add_class(f"qkv-{name}")  # CSS hooks for browser tests
-    widget.boxes, widget.table, widget.message = boxes, table, message
-    return widget
+def frame_row_max(scores, ax=None, color="black"):
+    """Frame each row's largest entry of a (T, S) heatmap drawn with ``imshow``
+    (cell (i, j) centred at x = j, y = i). Returns the T rectangles."""
+    scores = as_array("scores", scores, ndim=2)
+    ax = plt.gca() if ax is None else ax
+    return [ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor=color, lw=2.2))
+            for i, j in enumerate(scores.argmax(axis=1))]

@@ -1,4 +1,4 @@
-"""Chapter 2 pictures and widgets: drive them like a reader would."""
+"""Chapter 2 pictures draw what they claim: the numbers in the cells, the scores on the arrows."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -6,11 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from qkv_viz import BERT_BASE, AttentionConfig, attention_flops, param_count  # noqa: E402
-from qkv_viz.chapters.ch01_library.library import DEMO_QUERY, demo_library, soft_lookup  # noqa: E402
-from qkv_viz.chapters.ch02_projections.figures import (QUERY_COLOR, config_calculator,  # noqa: E402
-                                                      plot_flops_vs_T, plot_projection_shapes,
-                                                      size_report)
+from qkv_viz.chapters.ch02_projections.figures import plot_query_geometry, plot_token_to_qkv  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -19,50 +15,48 @@ def _close_figures():
     plt.close("all")
 
 
-def test_flops_plot_lines_follow_sizes():
-    ns = [64, 512, 4096]
-    lines = plot_flops_vs_T(BERT_BASE, ns)
-    proj, quad = lines[0].get_ydata(), lines[1].get_ydata()
-    assert proj[1] == attention_flops(BERT_BASE, 512)["projections"]
-    assert quad[2] / quad[1] == pytest.approx((4096 / 512) ** 2)  # quadratic in n
-    assert proj[2] / proj[1] == pytest.approx(4096 / 512)  # linear in n
+def _texts(artists):
+    return [a.get_text() for a in artists if isinstance(a, matplotlib.text.Text)]
 
 
-def test_size_report_matches_sizes_and_torch():
-    torch = pytest.importorskip("torch")
-    rows = dict(size_report(BERT_BASE, 512))
-    mha = torch.nn.MultiheadAttention(768, 12)
-    assert rows["whole layer, with biases"] == sum(p.numel() for p in mha.parameters())
-    mha_nb = torch.nn.MultiheadAttention(768, 12, bias=False)
-    assert rows["whole layer (W_q, W_k, W_v, W_o), no bias"] == sum(p.numel() for p in mha_nb.parameters())
-    assert rows["FLOPs Q, K, V projections, T=512"] == 6 * 512 * 768 ** 2
+def test_token_to_qkv_writes_x_and_its_three_projections():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(6)
+    W_q, W_k, W_v = rng.standard_normal((6, 3)), rng.standard_normal((6, 3)), rng.standard_normal((6, 2))
+    texts = _texts(plot_token_to_qkv(x, W_q, W_k, W_v, decimals=3))
+    for vec in (x, x @ W_q, x @ W_k, x @ W_v):
+        for value in vec:
+            assert f"{value:.3f}" in texts
+    assert any("6x2" in t for t in texts)  # W_v's shape is written on its arrow
 
 
-def test_calculator_updates_and_survives_bad_configs():
-    w = config_calculator()
-    assert f"{param_count(BERT_BASE):,}" in w.table.value
-    good_table = w.table.value
-    w.boxes["n_heads"].value = 7  # 768 is not divisible by 7
-    assert "not divisible" in w.message.value
-    assert w.table.value == good_table  # last good table kept
-    w.boxes["n_heads"].value = 8
-    assert f"{param_count(AttentionConfig(768, 8)):,}" in w.table.value
-    w.boxes["d_v"].value = 32
-    assert f"{param_count(AttentionConfig(768, 8, d_k=96, d_v=32)):,}" in w.table.value
-    w.boxes["T"].value = 0
-    assert "T must be" in w.message.value
-    w.boxes["T"].value = 16
-    assert "T must be" not in w.message.value
+def test_token_to_qkv_names_a_shape_mismatch():
+    with pytest.raises(ValueError, match="W_k needs 4 rows"):
+        plot_token_to_qkv(np.ones(4), np.ones((4, 2)), np.ones((3, 2)), np.ones((4, 2)))
 
 
-def test_projection_shapes_are_to_scale_and_highlight_one_head():
-    config = AttentionConfig(768, 12, d_k=64)
-    rects = plot_projection_shapes(config, 128, head=5)
-    assert len(rects) == 1 + 2 * config.n_heads  # X, then W_q's and Q's head blocks
-    x, w_q = rects[0], rects[1:1 + config.n_heads]
-    assert (x.get_width(), x.get_height()) == (config.d_model, 128)
-    assert {r.get_width() for r in w_q} == {config.d_k}
-    lit = [i for i, r in enumerate(w_q) if matplotlib.colors.same_color(r.get_facecolor(), QUERY_COLOR)]
-    assert lit == [5]
-    with pytest.raises(ValueError, match="head"):
-        plot_projection_shapes(config, 128, head=12)
+def test_query_geometry_labels_each_key_with_its_score():
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.5]])
+    turn = np.array([[0.0, 1.0], [-1.0, 0.0]])  # x @ turn rotates by +90 degrees
+    artists = plot_query_geometry(X, W_q=turn, query=0)
+    labels = [a for a in artists if isinstance(a, matplotlib.text.Text) and a.get_text().startswith("k ")]
+    scores = (X @ turn)[0] @ X.T  # the query of token 1 against the keys (W_k = identity)
+    assert [t.get_text() for t in labels] == [f"k {j + 1}: q.k = {s:.2f}" for j, s in enumerate(scores)]
+    bold = [t.get_text() for t in labels if t.get_fontweight() == "bold"]
+    assert bold == [labels[int(np.argmax(scores))].get_text()]
+
+
+def test_query_geometry_refuses_non_planar_tokens():
+    with pytest.raises(ValueError, match=r"X must be \(T, 2\)"):
+        plot_query_geometry(np.ones((3, 3)))
+    with pytest.raises(ValueError, match="query must be in 0..1"):
+        plot_query_geometry(np.ones((2, 2)), query=2)
+
+
+def test_frame_row_max_frames_each_rows_largest_cell():
+    from qkv_viz.chapters.ch02_projections.figures import frame_row_max
+    scores = np.array([[0.0, 3.0, 1.0], [5.0, 0.0, 1.0]])
+    _, ax = plt.subplots()
+    ax.imshow(scores)
+    frames = frame_row_max(scores, ax=ax)
+    assert [(r.get_x() + 0.5, r.get_y() + 0.5) for r in frames] == [(1.0, 0.0), (0.0, 1.0)]

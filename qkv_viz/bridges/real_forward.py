@@ -145,3 +145,87 @@ def head_patterns(trace: Trace) -> dict:
             "previous": np.diagonal(w, offset=-1, axis1=-2, axis2=-1).sum(axis=-1) / T,
             "self": np.diagonal(w, axis1=-2, axis2=-1).mean(axis=-1),
             "next": np.diagonal(w, offset=1, axis1=-2, axis2=-1).sum(axis=-1) / T}
+
+
+def token_index(trace: Trace, token: str) -> int:
+    """Position of the first token equal to ``token`` (case-insensitive); ValueError listing the tokens."""
+    wanted = str(token).lower()
+    for i, t in enumerate(trace.tokens):
+        if t.lower() == wanted:
+            return i
+    raise ValueError(f"token {token!r} is not in the sentence; its tokens are {list(trace.tokens)}")
+
+
+def attention_from_to(trace: Trace, query: str, key: str) -> np.ndarray:
+    """Weight that token ``query`` puts on token ``key`` in every head: (L, H).
+
+    Uses the first occurrence of each token (see :func:`token_index`).
+    """
+    i, j = token_index(trace, query), token_index(trace, key)
+    return trace.weights[:, :, i, j]  # (L, H, T, T) -> (L, H)
+
+
+def strongest_head(trace: Trace, query: str, key: str) -> tuple:
+    """(layer, head) whose weight from ``query`` to ``key`` is largest, and that weight."""
+    w = attention_from_to(trace, query, key)  # (L, H)
+    layer, head = np.unravel_index(int(np.argmax(w)), w.shape)
+    return (int(layer), int(head)), float(w[layer, head])
+
+
+def value_output_norms(model: RealModel, trace: Trace) -> np.ndarray:
+    """||v_j W_o^h||: how much token j can change the output through head h, for every layer.
+
+    v_j = x_j W_v + b_v is token j's value; head h's slice (d_k,) goes through
+    its rows of W_o, (d_k, d_model). A head's output for query i is
+    sum_j w_ij (v_j^h W_o^h), so a token with a small norm here changes the
+    output little however much weight it gets. Returns (L, H, T).
+    """
+    H = model.config.n_heads
+    norms = []
+    for layer, x in zip(model.layers, trace.hidden_states[:-1]):  # x (T, d_model)
+        p = layer.attn
+        v = split_heads(project(x, p.W_v, p.b_v, name="W_v"), H)  # (T, H*d_v) -> (H, T, d_v)
+        W_o = p.W_o.reshape(H, -1, p.W_o.shape[-1])  # (H*d_v, d_model) -> (H, d_v, d_model)
+        moved = v @ W_o  # (H, T, d_v) @ (H, d_v, d_model) -> (H, T, d_model)
+        norms.append(np.linalg.norm(moved, axis=-1))  # (H, T)
+    return np.stack(norms)  # (L, H, T)
+
+
+def compare_with_transformers(model_dir, trace: Trace) -> dict:
+    """Run Hugging Face ``transformers``' BertModel on ``trace.ids`` from local files only.
+
+    ``model_dir`` is a local model directory (e.g. ``bundled_model_dir()``);
+    nothing is downloaded (``local_files_only=True``, ``HF_HUB_OFFLINE`` set
+    only while transformers loads). Returns ``max_abs_weights`` (L,), the
+    largest |ours - theirs| of the attention probabilities in each layer,
+    ``max_abs_hidden`` (L+1,) for the hidden states, and ``version``.
+    ImportError when torch or transformers is missing.
+    """
+    import os
+
+    old = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        import torch
+        import transformers
+
+        transformers.logging.set_verbosity_error()
+        transformers.logging.disable_progress_bar()
+        module = transformers.BertModel.from_pretrained(str(model_dir), local_files_only=True,
+                                                        attn_implementation="eager").eval()
+    finally:
+        if old is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = old
+    with torch.no_grad():
+        out = module(torch.tensor(np.asarray(trace.ids))[None], output_attentions=True,
+                     output_hidden_states=True)
+    theirs_w = np.stack([a[0].double().numpy() for a in out.attentions])  # (L, H, T, T)
+    theirs_h = np.stack([h[0].double().numpy() for h in out.hidden_states])  # (L+1, T, d_model)
+    if theirs_w.shape != trace.weights.shape:
+        raise ValueError(f"transformers gave attention of shape {theirs_w.shape}, ours is {trace.weights.shape}: "
+                         f"is model_dir the model the trace came from?")
+    return {"max_abs_weights": np.abs(theirs_w - trace.weights).max(axis=(1, 2, 3)),  # (L,)
+            "max_abs_hidden": np.abs(theirs_h - trace.hidden_states).max(axis=(1, 2)),  # (L+1,)
+            "version": transformers.__version__}

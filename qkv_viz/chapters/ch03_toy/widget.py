@@ -1,31 +1,19 @@
 """Chapter 3's editable toy: type three scores, watch every intermediate change.
 
-``toy_widget()`` builds and returns the widget; the notebook displays it.
-Bad input (not a number, inf, NaN) shows a message and leaves the widget
-alive with its last good table.
+``toy_widget()`` builds and returns the figure; the notebook displays it. It is
+drawn in the browser (``qkv_viz/viz/js/toy.js``): each edit recomputes the
+table and the bars in the page. Bad input (not a number, inf, NaN) shows a
+message and keeps the last good table.
 """
 from __future__ import annotations
 
-import html
-
-import ipywidgets as widgets
 import numpy as np
+import traitlets
+from matplotlib.figure import Figure
 
 from qkv_viz.chapters.ch03_toy.toy import TOY_SCORES, TOY_V, toy_steps
-
-_STAGES = (("scores q.k", "scores"), ("scaled scores", "scaled"), ("exp(scaled)", "exp"),
-           ("weights", "weights"))
-
-
-def _parse_score(text: str, label: str) -> float:
-    """A finite float from a text box, or ValueError naming the box."""
-    try:
-        value = float(str(text).strip())
-    except ValueError:
-        raise ValueError(f"{label}: {text!r} is not a number") from None
-    if not np.isfinite(value):
-        raise ValueError(f"{label}: {text!r} must be a finite number")
-    return value
+from qkv_viz.viz import style
+from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
 
 
 def _row(name: str, values, decimals: int = 3) -> str:
@@ -34,43 +22,57 @@ def _row(name: str, values, decimals: int = 3) -> str:
     return f"<tr><th style='text-align:left;padding-right:8px'>{name}</th>{cells}</tr>"
 
 
+_STAGES = (("scores q.k", "scores"), ("scaled scores", "scaled"), ("exp(scaled)", "exp"),
+           ("weights", "weights"))
+
+
 def steps_html(steps) -> str:
     """The intermediates of a ``ToySteps`` as a small HTML table (no scripts)."""
     head = "".join(f"<th style='padding:2px 8px'>key {j + 1}</th>" for j in range(steps.scores.size))
-    rows = [f"<tr><th></th>{head}</tr>"]
-    rows += [_row(name, getattr(steps, attr)) for name, attr in _STAGES]
-    table = "<table style='font-family:monospace'>" + "".join(rows) + "</table>"
+    rows = [f"<tr><th></th>{head}</tr>"] + [_row(name, getattr(steps, attr)) for name, attr in _STAGES]
     extra = (f"<div style='font-family:monospace'>scale factor = {steps.factor:.3f}, "
              f"sum of exp = {steps.total:.3f}, output = "
              + ", ".join(f"{x:.3f}" for x in steps.output) + "</div>")
-    return table + extra
+    return "<table style='font-family:monospace'>" + "".join(rows) + "</table>" + extra
+
+
+class ToyFigure(CanvasFigure):
+    """Score boxes + a scaling checkbox above a live table and bars of the weights.
+
+    Traits: ``scores`` (list of floats, the last valid ones), ``scale`` (bool),
+    ``v`` (values, float64 buffer), ``d_k``. ``steps`` is ``toy_steps`` of what is
+    on screen. CSS classes: ``qkv-toy``, ``qkv-score-0..``, ``qkv-scale-box``,
+    ``qkv-steps`` (table), ``qkv-toy-bars`` (canvas), ``qkv-message``.
+    """
+
+    _esm = module_source("toy.js")
+    scores = traitlets.List(traitlets.Float()).tag(sync=True)
+    scale = traitlets.Bool(True).tag(sync=True)
+    v = traitlets.Bytes(b"").tag(sync=True)
+    d_k = traitlets.Int(2).tag(sync=True)
+
+    def __init__(self, scores=TOY_SCORES, v=TOY_V, d_k: int = 2, scale: bool = True):
+        self._v = np.asarray(v, dtype=float)
+        toy_steps(scores, self._v, d_k, scale)  # validates
+        super().__init__(scores=[float(x) for x in scores], scale=bool(scale),
+                         v=f64_bytes(self._v), d_k=int(d_k))
+
+    @property
+    def steps(self):
+        """``toy_steps`` of the scores and scaling on screen (the math core)."""
+        return toy_steps(self.scores, self._v, self.d_k, self.scale)
+
+    def static_png(self) -> bytes:
+        st = self.steps
+        fig = Figure(figsize=style.figsize(0.5, 0.5), dpi=style.DPI, layout="constrained")
+        ax = fig.subplots()
+        ax.bar([f"key {j + 1}" for j in range(st.weights.size)], st.weights, color=style.KEY_COLOR)
+        for j, w in enumerate(st.weights):
+            ax.text(j, w + 0.02, f"{w:.3f}", ha="center")
+        ax.set(ylim=(0, 1.1), ylabel="weight", title="weights of query 1 over the keys")
+        return figure_png(fig)
 
 
 def toy_widget(scores=TOY_SCORES, v=TOY_V, d_k: int = 2):
-    """Three score boxes + a scaling checkbox above a live table of intermediates.
-
-    Returns a ``VBox``; its ``score_boxes`` (3 ``Text``), ``scale_box``
-    (``Checkbox``), ``table`` (``HTML``) and ``message`` (``HTML``)
-    attributes let tests drive it.
-    """
-    boxes = [widgets.Text(value=f"{s:g}", description=f"q1.k{j + 1}",
-                          layout=widgets.Layout(width="160px")) for j, s in enumerate(scores)]
-    scale_box = widgets.Checkbox(value=True, description=f"scale by 1/sqrt(d_k), d_k={d_k}")
-    table, message = widgets.HTML(), widgets.HTML()
-
-    def update(_change=None):
-        try:
-            values = [_parse_score(b.value, b.description) for b in boxes]
-            steps = toy_steps(values, v=v, d_k=d_k, scale=scale_box.value)
-        except (ValueError, TypeError) as exc:
-            message.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
-            return
-        message.value = ""
-        table.value = steps_html(steps)
-
-    for w in (*boxes, scale_box):
-        w.observe(update, names="value")
-    update()
-    box = widgets.VBox([widgets.HBox(boxes), scale_box, message, table])
-    box.score_boxes, box.scale_box, box.table, box.message = boxes, scale_box, table, message
-    return box
+    """The editable toy (see :class:`ToyFigure`); end a notebook cell with it."""
+    return ToyFigure(scores, v, d_k)

@@ -1,71 +1,86 @@
-"""Chapter 9's widget: type a sentence, pick a layer, see the real model's 12 heads.
+"""Chapter 9's figures: the real model's heads, as a static grid and live in the browser.
 
-``real_attention_widget(model)`` builds and returns the widget; the notebook
-displays it. An empty or too long sentence shows the message and leaves the
-widget alive with its last good picture.
+``head_grid_figure(trace, layer)`` is a matplotlib figure of one layer's heads.
+``real_attention_widget(model)`` is the interactive figure: type a sentence
+(Python runs the model once and sends every layer's weights), move the layer
+slider (the browser redraws, ``qkv_viz/viz/js/heads.js``; the model does not
+rerun). An empty or too long sentence shows the message and keeps the last
+good picture.
 """
 from __future__ import annotations
 
-import html
-
-import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import display
+import traitlets
 
-from qkv_viz.viz.plots import head_grid
 from qkv_viz.bridges.real_forward import head_sharpness, run
+from qkv_viz.viz.canvas import CanvasFigure, f32_bytes, figure_png, module_source
+from qkv_viz.viz.plots import head_grid
 
 
-def head_grid_figure(trace, layer: int, ncols: int = 6):
-    """A closed matplotlib figure of every head of ``layer`` (H small heatmaps, token labels)."""
-    weights = trace.weights[layer]  # (H, T, T)
-    H = weights.shape[0]
+def head_grid_figure(trace, layer: int, ncols: int = 4):
+    """A closed matplotlib figure of every head of ``layer``: at most ``ncols`` panels
+    a row, token labels, one shared 0..1 colour bar; titles give each head's
+    effective tokens (mean over queries)."""
+    weights = trace.weights[layer]  # (L, H, T, T) -> (H, T, T)
     eff = head_sharpness(trace)["effective_tokens"][layer]  # (H,)
-    nrows = -(-H // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(1.6 * ncols + 0.6, 1.6 * nrows + 0.8), squeeze=False)
-    titles = [f"head {h}: {eff[h]:.1f} tok" for h in range(H)]
-    head_grid(weights, tokens_q=trace.tokens, tokens_k=trace.tokens, axes=axes, titles=titles)
-    for (row, col), ax in np.ndenumerate(axes):  # token labels on the outer panels only
-        ax.tick_params(labelsize=6, labelleft=col == 0, labelbottom=row == nrows - 1)
-        ax.title.set_fontsize(8)
-        ax.set_xlabel("")
-        ax.set_ylabel("")
-    fig.suptitle(f"layer {layer}: attention weights of every head (rows: queries, columns: keys)",
-                 fontsize=9)
-    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.14, top=0.88, wspace=0.08, hspace=0.25)
+    titles = [f"head {h}: {eff[h]:.1f} tok" for h in range(weights.shape[0])]
+    images = head_grid(weights, tokens_q=trace.tokens, tokens_k=trace.tokens, ncols=ncols,
+                       titles=titles, suptitle=f"layer {layer}: attention weights of every head "
+                                               "(rows: queries, columns: keys)")
+    fig = images[0].figure
     plt.close(fig)
     return fig
 
 
+class RealHeadsFigure(CanvasFigure):
+    """Sentence box + layer slider above the layer's head grid, drawn in the browser.
+
+    Traits: ``sentence``, ``layer``, ``tokens``, ``weights`` ((L, H, T, T) float32
+    buffer), ``n_layers``, ``n_heads``, ``error``. ``trace`` is the last good
+    ``Trace``. CSS classes: ``qkv-heads``, ``qkv-sentence``, ``qkv-layer``
+    (range input), ``qkv-head-grid`` (canvas), ``qkv-message``.
+    """
+
+    _esm = module_source("heads.js")
+    sentence = traitlets.Unicode("").tag(sync=True)
+    layer = traitlets.Int(0).tag(sync=True)
+    tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    weights = traitlets.Bytes(b"").tag(sync=True)
+    n_layers = traitlets.Int(1).tag(sync=True)
+    n_heads = traitlets.Int(1).tag(sync=True)
+
+    def __init__(self, model, sentence: str, layer: int = 0):
+        self.model = model
+        n_layers = model.config.n_layers
+        if not 0 <= int(layer) < n_layers:
+            raise ValueError(f"layer must be in 0..{n_layers - 1}, got {layer!r}")
+        self.trace = run(model, sentence)  # ValueError for an empty or too long sentence
+        super().__init__(sentence=sentence, layer=int(layer), n_layers=n_layers,
+                         n_heads=model.config.n_heads, **self._data(self.trace))
+        self.observe(self._on_sentence, names="sentence")
+
+    @staticmethod
+    def _data(trace) -> dict:
+        return {"tokens": list(trace.tokens), "weights": f32_bytes(trace.weights)}  # (L, H, T, T)
+
+    def _on_sentence(self, change):
+        try:
+            trace = run(self.model, change["new"])
+        except (TypeError, ValueError) as exc:
+            self.error = f"{exc}. Showing the last valid picture."
+            return
+        self.trace = trace
+        with self.hold_sync():
+            self.error = ""
+            self.tokens = list(trace.tokens)
+            self.weights = f32_bytes(trace.weights)  # the browser redraws on "change:weights"
+
+    def static_png(self) -> bytes:
+        return figure_png(head_grid_figure(self.trace, self.layer))
+
+
 def real_attention_widget(model, sentence: str = "The cat sat on the mat because it was tired.",
                           layer: int = 0):
-    """A Text box (press Enter to apply) and a layer slider above the layer's head grid.
-
-    Returns a ``VBox`` with attributes ``text``, ``layer_slider``, ``message``,
-    ``output`` and ``trace`` (the last good ``Trace``) so tests can drive it.
-    """
-    text = widgets.Text(value=sentence, description="sentence", continuous_update=False,
-                        layout=widgets.Layout(width="95%"))
-    slider = widgets.IntSlider(value=layer, min=0, max=model.config.n_layers - 1,
-                               description="layer", continuous_update=False)
-    message, output = widgets.HTML(), widgets.Output()
-    box = widgets.VBox([text, slider, message, output])
-    box.text, box.layer_slider, box.message, box.output, box.trace = text, slider, message, output, None
-
-    def redraw(_=None):
-        try:
-            trace = run(model, text.value)
-        except (TypeError, ValueError) as exc:
-            message.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
-            return
-        message.value = f"{len(trace.tokens)} tokens"
-        box.trace = trace
-        output.clear_output(wait=True)
-        with output:
-            display(head_grid_figure(trace, slider.value))
-
-    text.observe(redraw, names="value")
-    slider.observe(redraw, names="value")
-    redraw()
-    return box
+    """The real model's heads, live (see :class:`RealHeadsFigure`); end a cell with it."""
+    return RealHeadsFigure(model, sentence, layer)

@@ -1,0 +1,70 @@
+// qkv-viz in-browser renderer, part 2: chapter 3's editable toy (one query, a few keys).
+//
+// From Python (once): the typed scores, the values v (S, d_v) and d_k. Here, for each
+// edit: scaled = factor * scores (factor = 1/sqrt(d_k) or 1), exp(scaled) as written
+// on paper (may overflow), weights from the stable softmax (shift by the maximum:
+// never overflows), output = weights @ v, the table and the bars (toy.py's toy_steps).
+
+function render({model, el}) {
+  const values = asF64(model.get("v")), dK = model.get("d_k");
+  const lut = bytesOf(model.get("lut"));
+  const S = model.get("scores").length, dV = values.length / S;
+  const boxes = model.get("scores").map((x, j) => numberInput(`qkv-score qkv-score-${j}`, x, `q1.k${j + 1}`));
+  const scale = h("input", {type: "checkbox", class: "qkv-scale-box", "data-lm-suppress-shortcuts": "true"});
+  scale.checked = model.get("scale");
+  const message = h("div", {class: "qkv-message", role: "status"});
+  const table = h("table", {class: "qkv-readouts qkv-steps"});
+  const bars = makeCanvas("qkv-toy-bars", 420, 200);
+  const root = h("div", {class: "qkv-figure qkv-toy"}, [
+    h("div", {class: "qkv-row"}, boxes.map((b, j) => labelled(`q1\u00b7k${j + 1}`, b))),
+    h("div", {class: "qkv-row"}, [h("label", {class: "qkv-control"}, [scale, h("span", {text: `scale by 1/\u221ad_k (d_k = ${dK})`})])]),
+    message, h("div", {class: "qkv-row qkv-top"}, [table, bars.canvas])]);
+  el.append(root);
+  const s = {scores: model.get("scores").map(Number), scale: scale.checked};
+
+  function steps() {
+    const factor = s.scale ? 1 / Math.sqrt(dK) : 1;
+    const scaled = s.scores.map((x) => x * factor);
+    const exp = scaled.map(Math.exp);            // by hand, unshifted (may be Infinity)
+    const weights = Array.from(softmaxRows(Float64Array.from(scaled), 1, S, 1));
+    const output = Array.from({length: dV}, (_, c) => weights.reduce((acc, w, j) => acc + w * values[j * dV + c], 0));
+    return {factor, scaled, exp, total: exp.reduce((a, b) => a + b, 0), weights, output};
+  }
+
+  function update() {
+    const r = steps(), f3 = (x) => (Number.isFinite(x) ? x.toFixed(3) : "inf (overflow)");
+    const row = (name, xs) => h("tr", {}, [h("th", {text: name}), ...xs.map((x) => h("td", {text: f3(x)}))]);
+    table.replaceChildren(
+      h("tr", {}, [h("th", {text: ""}), ...s.scores.map((_, j) => h("th", {text: `key ${j + 1}`}))]),
+      row("scores q\u00b7k", s.scores), row("scaled scores", r.scaled), row("exp(scaled)", r.exp),
+      row("weights", r.weights),
+      h("tr", {}, [h("th", {text: "output"}), h("td", {colspan: S, text: r.output.map((x) => x.toFixed(3)).join(", ")})]),
+      h("tr", {}, [h("th", {text: "factor, sum of exp"}), h("td", {colspan: S, text: `${r.factor.toFixed(3)}, ${f3(r.total)}`})]));
+    const {ctx, width, height} = bars;
+    ctx.clearRect(0, 0, width, height);
+    text(ctx, "weights of query 1 over the keys", 44, 16, {font: BOLD});
+    const box = {x: 44, y: 28, w: width - 60, h: height - 60};
+    const yOf = drawBars(ctx, r.weights, box, 0, 1, (v) => lutColour(lut, v));
+    yAxis(ctx, box, yOf, [0, 0.5, 1]);
+    r.weights.forEach((w, j) => {
+      const x = box.x + (j + 0.5) * box.w / S;
+      text(ctx, `key ${j + 1}`, x, box.y + box.h + 14, {align: "center", font: SMALL});
+      text(ctx, w.toFixed(3), x, Math.max(yOf(w) - 4, box.y + 10), {align: "center", font: SMALL});
+    });
+    el.qkv = {settings: {...s}, ...r};
+  }
+
+  function attempt(change) {
+    try { change(); update(); setMessage(message, ""); }
+    catch (err) { setMessage(message, `${err.message}. Showing the last valid table.`); }
+  }
+  boxes.forEach((b, j) => b.addEventListener("input", () => attempt(() => {
+    const x = parseNumber(b.value, `q1.k${j + 1}`);
+    s.scores[j] = x;
+    model.set("scores", [...s.scores]); model.save_changes();
+  })));
+  scale.addEventListener("change", () => attempt(() => { s.scale = scale.checked; model.set("scale", s.scale); model.save_changes(); }));
+  attempt(() => {});
+}
+
+export default { render };

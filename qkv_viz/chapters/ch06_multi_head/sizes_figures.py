@@ -83,8 +83,8 @@ def plot_projection_shapes(config: AttentionConfig, T: int, ax=None, head: int |
         cards.append(_block(ax, x + h * step, h * step * 0.6, c.d_k, T, colors[h], alpha[h]))
     artists.extend(reversed(cards))  # in head order
     width = (c.n_heads - 1) * step + c.d_k
-    ax.text(x + width / 2, (c.n_heads - 1) * step * 0.6 + label_y, f"({c.n_heads}, {T}, {c.d_k})",
-            ha="center", va="bottom", fontsize=style.FONT_PT)
+    ax.text(x + width, (c.n_heads - 1) * step * 0.6 + label_y, f"(H, T, d_k) = ({c.n_heads}, {T}, {c.d_k})",
+            ha="right", va="bottom", fontsize=style.FONT_PT)
     ax.text(x - gap / 2, -T / 2 - 0.08 * c.d_model, "reshape +\ntranspose", ha="center", va="top",
             fontsize=style.MIN_FONT_PT)
     x += width

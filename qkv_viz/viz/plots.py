@@ -30,7 +30,9 @@ _CHAR_W = 0.55  # average glyph width of the default sans font, in ems
 # -- helpers -------------------------------------------------------------------
 def _new_ax(ax, figsize=(4.4, 3.6)):
     if ax is None:
-        _, ax = plt.subplots(figsize=figsize, dpi=style.DPI, layout="constrained")
+        # No layout engine: a chapter may still call fig.tight_layout() after adding a colour bar.
+        fig, ax = plt.subplots(figsize=figsize, dpi=style.DPI)
+        fig.subplots_adjust(left=0.22, right=0.97, bottom=0.2, top=0.9)
     return ax
 
 
@@ -121,9 +123,12 @@ def _should_annotate(annotate, T: int, S: int) -> bool:
     return bool(annotate)
 
 
-def _colorbar(im, ax, label: str, ticks=None):
-    """A slim colour bar beside ``ax`` (or beside every axes in the list ``ax``), labelled."""
-    cbar = im.figure.colorbar(im, ax=ax, fraction=0.05, pad=0.03, aspect=25, ticks=ticks)
+def _colorbar(im, ax, label: str, ticks=None, cax=None):
+    """A slim colour bar beside ``ax`` (or beside every axes in the list ``ax``, or in ``cax``), labelled."""
+    if cax is not None:
+        cbar = im.figure.colorbar(im, cax=cax, ticks=ticks)
+    else:
+        cbar = im.figure.colorbar(im, ax=ax, fraction=0.05, pad=0.03, aspect=25, ticks=ticks)
     cbar.set_label(label, fontsize=style.FONT_PT)
     cbar.ax.tick_params(labelsize=style.FONT_PT - 1, length=2)
     cbar.outline.set_visible(False)
@@ -186,23 +191,60 @@ def scores_heatmap(scores, ax=None, tokens_q=None, tokens_k=None, annotate=None,
                     colorbar_label or style.SCORES_LABEL, None)
 
 
-def _grid_layout(H: int, T: int, S: int, ncols: int, tokens_q, tokens_k):
-    """(ncols, nrows, figsize, panel size in pt) for a head grid that fits the column with >= 8 pt token labels."""
+_GAP_IN, _TITLE_IN, _BAR_IN = 0.1, 0.3, 0.95  # between panels, a panel's title, the shared bar + label
+
+
+def _label_in(tokens, font_pt: float) -> float:
+    """Length in inches of the longest label (index labels when ``tokens`` is None)."""
+    chars = max(map(len, tokens)) if tokens else 2
+    return chars * 0.6 * font_pt / _PT_PER_IN
+
+
+def _grid_layout(H: int, T: int, S: int, ncols: int, tokens_q, tokens_k) -> dict:
+    """Geometry (inches) of a head grid that fits the column with >= 8 pt token labels.
+
+    Every row/column of cells gets >= ``style.TOKEN_PITCH_IN`` so labels never touch;
+    as many panels a row as fit (at most ``style.MAX_GRID_COLUMNS`` and ``ncols``).
+    """
     pitch = style.TOKEN_PITCH_IN
     panel_w, panel_h = max(1.5, S * pitch), max(1.3, T * pitch)
-    label_in = lambda toks: (max(map(len, toks)) if toks else 2) * _CHAR_W * style.FONT_PT / _PT_PER_IN  # noqa: E731
-    left = label_in(tokens_q) + 0.45          # y tick labels + "queries" title
-    right = 0.85                              # shared colour bar and its label
-    room = style.COLUMN_WIDTH - left - right
-    fit = max(1, int(room // (panel_w + 0.12)))
+    font_q = _tick_font(min(panel_h / T, 1.0) * _PT_PER_IN)
+    font_k = _tick_font(min(panel_w / S, 1.0) * _PT_PER_IN)
+    left = _label_in(tokens_q, font_q) + 0.4                 # y tick labels + "queries" title
+    room = style.COLUMN_WIDTH - left - _BAR_IN - 0.05
+    fit = max(1, int((room + _GAP_IN) // (panel_w + _GAP_IN)))
     ncols = max(1, min(int(ncols), style.MAX_GRID_COLUMNS, H, fit))
-    panel_w = min(panel_w, room / ncols - 0.12)
-    panel_h = max(panel_h, 0.75 * panel_w) if T == S else panel_h
+    panel_w = min(panel_w, (room + _GAP_IN) / ncols - _GAP_IN)
+    if T == S:
+        panel_h = max(panel_h, 0.8 * panel_w)
     nrows = -(-H // ncols)
-    below = (label_in(tokens_k) if tokens_k else 0.2) + 0.1   # x tick labels under every row
-    width = min(style.COLUMN_WIDTH, left + ncols * (panel_w + 0.12) + right)
-    height = nrows * (panel_h + 0.35 + below) + 0.6
-    return ncols, nrows, (width, height), (panel_w * _PT_PER_IN, panel_h * _PT_PER_IN)
+    below = (_label_in(tokens_k, font_k) if tokens_k else 0.15) + 0.12  # x tick labels, every row
+    return {"ncols": ncols, "nrows": nrows, "panel_w": panel_w, "panel_h": panel_h,
+            "left": left, "below": below, "bottom": below + 0.25, "top": _TITLE_IN}
+
+
+def _grid_figure(geo: dict, H: int, suptitle):
+    """The empty grid: panels placed by hand (no layout engine, so a later tight_layout() is harmless)."""
+    ncols, nrows = geo["ncols"], geo["nrows"]
+    top = geo["top"] + (0.35 if suptitle else 0.0)
+    grid_w = ncols * geo["panel_w"] + (ncols - 1) * _GAP_IN
+    grid_h = nrows * geo["panel_h"] + (nrows - 1) * (geo["below"] + _TITLE_IN)
+    width = geo["left"] + grid_w + _BAR_IN
+    height = top + grid_h + geo["bottom"]
+    fig, grid = plt.subplots(nrows, ncols, figsize=(width, height), dpi=style.DPI, squeeze=False)
+    fig.subplots_adjust(left=geo["left"] / width, right=(geo["left"] + grid_w) / width,
+                        bottom=geo["bottom"] / height, top=1 - top / height,
+                        wspace=_GAP_IN / geo["panel_w"],
+                        hspace=(geo["below"] + _TITLE_IN) / geo["panel_h"])
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=style.TITLE_PT, y=1 - 0.08 / height, va="top")
+    bar_h = min(grid_h, 3.5)  # the shared bar: beside the grid, centred, at most 3.5 in tall
+    cax = fig.add_axes([(geo["left"] + grid_w + 0.15) / width, (geo["bottom"] + (grid_h - bar_h) / 2) / height,
+                        0.14 / width, bar_h / height])
+    axes = list(grid.ravel())
+    for ax in axes[H:]:
+        ax.set_visible(False)
+    return fig, axes, cax
 
 
 def head_grid(weights, tokens_q=None, tokens_k=None, axes=None, ncols=4, titles=None,
@@ -211,26 +253,21 @@ def head_grid(weights, tokens_q=None, tokens_k=None, axes=None, ncols=4, titles=
 
     When ``axes`` is None a figure at most ``style.COLUMN_WIDTH`` wide is created
     with at most 4 panels a row (fewer when the token labels need room: every
-    row of tokens gets >= style.TOKEN_PITCH_IN, so 8 pt labels never touch); unused cells are
-    hidden. ``axes`` is otherwise a sequence of at least H axes. Query labels go
-    on the first column, key labels under every panel. Returns the H images;
-    the shared bar is ``images[0].colorbar``.
+    row of tokens gets >= ``style.TOKEN_PITCH_IN``, so 8 pt labels never touch);
+    unused cells are hidden. ``axes`` is otherwise a sequence of at least H axes
+    (the bar then takes room from them). Query labels go on the first column, key
+    labels under every panel. Returns the H images; the shared bar is ``images[0].colorbar``.
     """
     weights = as_array("weights", weights, ndim=3)
     H, T, S = weights.shape
     if titles is not None and len(titles) != H:
         raise ValueError(f"titles has {len(titles)} entries but weights has H={H} heads")
-    panel_pt = None
+    panel_pt = cax = None
     if axes is None:
-        ncols, nrows, size, panel_pt = _grid_layout(H, T, S, ncols, tokens_q, tokens_k)
-        fig, grid = plt.subplots(nrows, ncols, figsize=size, dpi=style.DPI, squeeze=False,
-                                 layout="constrained")
-        fig.get_layout_engine().set(w_pad=0.02, h_pad=0.03, wspace=0.02, hspace=0.02)
-        axes = list(grid.ravel())
-        for ax in axes[H:]:
-            ax.set_visible(False)
-        if suptitle is not None:
-            fig.suptitle(suptitle, fontsize=style.TITLE_PT)
+        geo = _grid_layout(H, T, S, ncols, tokens_q, tokens_k)
+        ncols = geo["ncols"]
+        fig, axes, cax = _grid_figure(geo, H, suptitle)
+        panel_pt = (geo["panel_w"] * _PT_PER_IN, geo["panel_h"] * _PT_PER_IN)
     axes = list(np.ravel(axes))
     if len(axes) < H:
         raise ValueError(f"got {len(axes)} axes for H={H} heads")
@@ -248,7 +285,9 @@ def head_grid(weights, tokens_q=None, tokens_k=None, axes=None, ncols=4, titles=
         ax.title.set_fontsize(style.FONT_PT)
         images.append(im)
     if colorbar:
-        _colorbar(images[0], axes[:H], style.WEIGHTS_LABEL, np.linspace(0, 1, 5))
+        _colorbar(images[0], axes[:H], style.WEIGHTS_LABEL, np.linspace(0, 1, 5), cax=cax)
+    elif cax is not None:
+        cax.remove()
     return images
 
 

@@ -200,3 +200,13 @@ def test_metric_vs_dk_uses_the_style_colours():
     assert line_s.get_color() == style.SCALED_COLOR and line_u.get_color() == style.UNSCALED_COLOR
     legend = [t.get_text() for t in line_s.axes.get_legend().get_texts()]
     assert any("current" in t for t in legend)
+
+
+def test_a_later_tight_layout_still_works():
+    """Chapters call fig.tight_layout() after drawing: the figures made here must allow it."""
+    im = plots.attention_heatmap(np.eye(3))
+    im.figure.tight_layout()  # raises with a constrained-layout figure that has a colour bar
+    fig, ax = plt.subplots()
+    plots.scores_heatmap(np.eye(3), ax=ax)
+    fig.tight_layout()
+    assert len(_colorbars(im.figure)) == len(_colorbars(fig)) == 1

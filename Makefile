@@ -9,13 +9,14 @@ NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # The book's own JupyterLab settings (news and update checks off).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
-.PHONY: env lab test test-fast test-browser notebooks bench site clean help
+.PHONY: env lab test test-fast test-browser notebooks bench site classroom classroom-deps clean help
 
 help:
 	@echo "make lab        start JupyterLab on notebooks/ (sets up .venv first)"
 	@echo "make test       run all tests: pytest, nbval on every notebook, browser test"
 	@echo "make notebooks  re-execute every notebook in place, in order"
 	@echo "make bench      run benchmarks/, one BENCH line per case"
+	@echo "make classroom  a real JupyterHub with READERS=20 readers running chapters 4 and 5"
 	@echo "make site       build the book as a static website into site/ (no kernel needed to read it)"
 
 env: $(STAMP) $(LAB_SETTINGS)
@@ -24,7 +25,7 @@ env: $(STAMP) $(LAB_SETTINGS)
 $(STAMP): pyproject.toml environment.yml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --progress-bar off -e '.[real,test,site]'
+	$(PY) -m pip install --progress-bar off -e '.[real,test,site,classroom]'
 	@touch $(STAMP)
 
 $(LAB_SETTINGS): jupyter/overrides.json $(STAMP)
@@ -34,7 +35,7 @@ $(LAB_SETTINGS): jupyter/overrides.json $(STAMP)
 lab: env
 	$(PY) scripts/lab.py
 
-test: env
+test: env classroom-deps
 	MPLBACKEND=Agg $(PY) -m pytest tests $(NOTEBOOKS) --nbval-lax \
 		--sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
@@ -50,9 +51,19 @@ notebooks: env
 bench: env
 	$(PY) benchmarks/run.py
 
+# A class on this machine: JupyterHub + configurable-http-proxy (npm), 20 readers by default.
+PROXY := .classroom/node_modules/.bin/configurable-http-proxy
+classroom-deps: $(PROXY)
+$(PROXY):
+	npm install --prefix .classroom configurable-http-proxy@5.3.0 --no-audit --no-fund --loglevel=error
+
+READERS ?= 20
+classroom: env classroom-deps
+	$(PY) scripts/classroom.py --readers $(READERS)
+
 # The static web edition: every chapter as a page, figures that still move, offline.
 site: env
 	$(PY) scripts/build_site.py --out site
 
 clean:
-	rm -rf $(VENV) .pytest_cache artifacts site
+	rm -rf $(VENV) .pytest_cache artifacts site .classroom

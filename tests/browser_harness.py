@@ -343,3 +343,21 @@ class Book:
     def close(self) -> None:
         """Shut the notebook's kernel down and close its tab."""
         self.page.evaluate(CLOSE_JS)
+
+
+# --- the renderer's JavaScript without a browser (Node), for fast unit tests ---------
+def node_path() -> str | None:
+    return shutil.which("node")
+
+
+def run_js(module_source: str, body: str):
+    """Run ``body`` (JavaScript, ending in ``return <json-able value>``) after a figure's ES
+    module (``qkv_viz.viz.canvas.module_source``) in Node; return the decoded value.
+    The figures' maths (softmaxRows, summarize, allDots, ...) are in scope."""
+    code = module_source + "\nconst __out = (() => {\n" + body + "\n})();\n" \
+        + "process.stdout.write(JSON.stringify(__out));\n"
+    done = subprocess.run([node_path(), "--input-type=module", "-"], input=code, text=True,
+                          capture_output=True, timeout=120)
+    if done.returncode:
+        raise RuntimeError(f"node failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout)

@@ -1,4 +1,4 @@
-"""Chapter 1 pictures and widgets: drive them like a reader would."""
+"""Chapter 1 pictures (the interactive figure is tested in test_widget.py)."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -8,7 +8,6 @@ import pytest  # noqa: E402
 
 from qkv_viz import BERT_BASE, AttentionConfig, attention_flops, param_count  # noqa: E402
 from qkv_viz.chapters.ch01_library.library import DEMO_QUERY, demo_library, soft_lookup  # noqa: E402
-from qkv_viz.chapters.ch01_library.widget import library_widget  # noqa: E402
 from qkv_viz.chapters.ch01_library.figures import (library_and_weights,  # noqa: E402
                                                   library_small_multiples, plot_library,
                                                   plot_weight_bars, weight_linewidth)
@@ -91,29 +90,3 @@ def test_text_is_at_least_the_books_minimum_size():
         assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
         sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
         assert min(sizes) >= style.MIN_FONT_PT
-
-
-def test_library_widget_follows_the_slider():
-    w = library_widget(show_plot=False)
-    lib = demo_library()
-    w.temperature.value = 0.01
-    assert f"{1:.3f}" in w.table.value  # the top book takes (almost) all the weight
-    w.temperature.value = 100
-    top = soft_lookup(DEMO_QUERY, lib, 100)[1].max()
-    assert f"{top:.3f}" in w.table.value
-    w.query_x.value, w.query_y.value = 0.0, 2.0
-    assert lib.titles[2] in w.message.value  # the food book wins now
-
-
-def test_library_widget_picture_follows_the_slider_without_pyplot_figures():
-    w = library_widget()
-    first = w.figure.value
-    assert first[:8] == b"\x89PNG\r\n\x1a\n"
-    w.temperature.value = 0.05
-    assert w.figure.value != first  # redrawn
-    assert plt.get_fignums() == []  # nothing left open for the inline backend to show
-    weights = soft_lookup(DEMO_QUERY, demo_library(), 0.05)[1]
-    assert f"{weights.max():.3f}" in w.table.value
-    assert library_widget(show_plot=False).figure is None
-
-

@@ -19,15 +19,26 @@ def model():
 def test_widget_follows_the_sentence_and_survives_bad_input(model):
     w = real_attention_widget(model, sentence="Hello world.", layer=1)
     assert w.trace.tokens == ("[CLS]", "hello", "world", ".", "[SEP]")
-    w.text.value = "A dog barks."
+    L, H = model.config.n_layers, model.config.n_heads
+    sent = np.frombuffer(w.weights, "<f4").reshape(L, H, 5, 5)
+    np.testing.assert_allclose(sent, w.trace.weights, rtol=0, atol=1e-7)
+    w.sentence = "A dog barks."
     np.testing.assert_allclose(w.trace.weights, run(model, "A dog barks.").weights)
-    w.text.value = "   "
-    assert "sentence is empty" in w.message.value
+    assert w.tokens == list(w.trace.tokens) and w.error == ""
+    w.sentence = "   "
+    assert "sentence is empty" in w.error
     assert w.trace.tokens[1:3] == ("a", "dog")  # last good trace kept
-    w.text.value = "word " * 600
-    assert "too long" in w.message.value
-    w.layer_slider.value = 5
-    assert w.layer_slider.max == model.config.n_layers - 1
+    w.sentence = "word " * 600
+    assert "too long" in w.error
+    with pytest.raises(ValueError, match="layer"):
+        real_attention_widget(model, layer=L)
+
+
+def test_bundle_has_the_head_grid_picture(model):
+    import base64
+    data, _ = real_attention_widget(model, sentence="Hello world.")._repr_mimebundle_()
+    assert base64.b64decode(data["image/png"]).startswith(b"\x89PNG")
+    assert "qkv-static" in data["text/html"]
 
 
 def test_head_grid_figure_has_one_panel_per_head(model):

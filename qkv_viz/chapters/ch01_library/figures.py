@@ -59,6 +59,9 @@ def _place_labels(ax, labels, arrows):
     Candidate spots go round the tip, starting straight outward along the arrow
     (the old picture wrote "query" across arrow 1). Returns the Annotations.
     """
+    engine = ax.figure.get_layout_engine()
+    if engine is not None:  # lay the figure out first, so the room measured is the room drawn
+        engine.execute(ax.figure)
     ax.apply_aspect()
     renderer = _renderer(ax.figure)
     obstacles = np.concatenate([_segment_points(ax, *a) for a in arrows])
@@ -68,7 +71,7 @@ def _place_labels(ax, labels, arrows):
         base = np.arctan2(y, x) if (x, y) != (0, 0) else np.pi / 2
         best = None
         for turn in (0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180):
-            for dist in (1.0, 1.8):
+            for dist in (1.0, 1.4, 1.8):
                 ang = base + np.radians(turn)
                 ux, uy = np.cos(ang), np.sin(ang)
                 ann = ax.annotate(text, (x, y), xytext=(dist * LABEL_OFFSET_PT * ux, dist * LABEL_OFFSET_PT * uy),
@@ -76,7 +79,7 @@ def _place_labels(ax, labels, arrows):
                                   fontweight=weight,
                                   ha="left" if ux > 0.35 else "right" if ux < -0.35 else "center",
                                   va="bottom" if uy > 0.35 else "top" if uy < -0.35 else "center")
-                box = ann.get_window_extent(renderer).padded(3)
+                box = ann.get_window_extent(renderer).padded(2)
                 free = (not np.any(_inside(box, obstacles))
                         and not any(box.overlaps(p) for p in placed))
                 if free:
@@ -113,7 +116,8 @@ def plot_library(library, query, ax=None, weights=None):
     lws = weight_linewidth(weights)
     q = np.asarray(query, dtype=float)[:2]
     lim = 1.45 * max(np.abs(library.keys[:, :2]).max(), np.abs(q).max())
-    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal")
+    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal",
+           xlabel=f"key[0]: {KEY_AXES[0]}", ylabel=f"key[1]: {KEY_AXES[1]}")
     arrows, specs = [], []
     for key, lw in zip(library.keys[:, :2], lws):
         head = 8 + 1.5 * lw
@@ -131,7 +135,6 @@ def plot_library(library, query, ax=None, weights=None):
     for arrow, text in zip(arrows[:-1], texts[1:]):
         artists += [arrow, text]
     artists += [arrows[-1], texts[0]]
-    ax.set(xlabel=f"key[0]: {KEY_AXES[0]}", ylabel=f"key[1]: {KEY_AXES[1]}")
     ax.axhline(0, color="0.85", lw=0.5, zorder=0)
     ax.axvline(0, color="0.85", lw=0.5, zorder=0)
     return artists
@@ -175,8 +178,8 @@ def library_and_weights(library, query, temperature=1.0, axes=None):
         _, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.42), layout="constrained",
                                gridspec_kw=dict(width_ratios=[1, 1.25]))
     w = soft_lookup(query, library, temperature)[1]
+    axes[0].set_title("keys and query (arrow width = weight)", fontsize=style.TITLE_PT)
     artists = plot_library(library, query, ax=axes[0], weights=w)
-    axes[0].set_title(f"keys and query (arrow width = weight)", fontsize=style.TITLE_PT)
     artists.append(plot_weight_bars(w, numbered_titles(library), ax=axes[1],
                                     title=f"weights at temperature τ = {temperature:g}"))
     return artists
@@ -195,8 +198,8 @@ def library_small_multiples(library, query, temperatures, axes=None):
     artists = []
     for i, (t, ax) in enumerate(zip(temperatures, np.atleast_1d(axes))):
         w = soft_lookup(query, library, t)[1]
-        artists += plot_library(library, query, ax=ax, weights=w)
         ax.set_title(f"τ = {t:g}: top weight {w.max():.2f}", fontsize=style.TITLE_PT)
+        artists += plot_library(library, query, ax=ax, weights=w)
         if i > 0:
             ax.set_ylabel("")
     return artists

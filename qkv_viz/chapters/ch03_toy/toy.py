@@ -1,9 +1,10 @@
 """A toy attention row you can check by hand: every intermediate number.
 
-Chapter 3 uses the articles' example: n = 3 tokens, d_k = 2, and token 1's
+Chapter 3 uses source article 1's example: n = 3 tokens, d_k = 2, and token 1's
 scores q1 . k_j = [2.0, 5.0, 1.0]. ``toy_steps`` returns each stage of
-softmax(scale * scores) @ V so the notebook (and the editable widget) can
-show them one by one. numpy only.
+softmax(scale * scores) @ V so the editable widget and the exercises can
+use them one by one; ``compare_with_claim`` checks a weight row an article
+printed. numpy only.
 """
 from __future__ import annotations
 
@@ -77,25 +78,6 @@ def toy_steps(scores=TOY_SCORES, v=TOY_V, d_k: int = 2, scale=True) -> ToySteps:
                     shifted=scaled - scaled.max(), exp=exp, total=float(exp.sum()),
                     weights=weights, contributions=contributions,
                     output=contributions.sum(axis=0))
-
-
-def _fmt(values, decimals: int) -> str:
-    return "[" + ", ".join(f"{x:.{decimals}f}" for x in np.ravel(values)) + "]"
-
-
-def steps_table(steps: ToySteps, decimals: int = 3) -> str:
-    """A plain-text table of the intermediates, one stage per line."""
-    rows = [
-        ("scores q.k", _fmt(steps.scores, decimals)),
-        ("scale factor", f"{steps.factor:.{decimals}f}"),
-        ("scaled scores", _fmt(steps.scaled, decimals)),
-        ("exp(scaled)", _fmt(steps.exp, decimals)),
-        ("sum of exp", f"{steps.total:.{decimals}f}"),
-        ("weights", _fmt(steps.weights, decimals)),
-        ("output", _fmt(steps.output, decimals)),
-    ]
-    width = max(len(name) for name, _ in rows)
-    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
 
 def compare_with_claim(weights, claimed, decimals: int = 2) -> dict:

@@ -4,7 +4,7 @@ import pytest
 from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.softmax import softmax
 from qkv_viz.chapters.ch03_toy.toy import (ARTICLE1_TABLE_WEIGHTS, ARTICLE1_TEXT_WEIGHTS, TOY_K, TOY_Q, TOY_SCORES,
-                         TOY_V, compare_with_claim, steps_table, toy_steps)
+                         TOY_V, compare_with_claim, toy_steps)
 
 
 def test_toy_vectors_give_the_articles_scores():
@@ -35,13 +35,6 @@ def test_huge_scores_keep_finite_weights():
     steps = toy_steps([1000.0, 0.0, -5.0], scale=False)
     assert np.all(np.isfinite(steps.weights))
     assert steps.weights[0] == pytest.approx(1.0)
-
-
-def test_steps_table_lists_every_stage():
-    text = steps_table(toy_steps())
-    for name in ("scaled scores", "exp(scaled)", "sum of exp", "weights", "output"):
-        assert name in text
-    assert f"{toy_steps().weights[1]:.3f}" in text
 
 
 def test_bad_input_names_the_argument():

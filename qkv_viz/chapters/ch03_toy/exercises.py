@@ -72,9 +72,27 @@ def _diagnose_attention(gots, wants, case) -> str | None:
     return None
 
 
+def _swapped_order(fn, case) -> str | None:
+    """A sentence when ``fn`` returns the right (weights, output) in the wrong order."""
+    try:
+        got = fn(*case)
+        w, out = (np.asarray(g, dtype=float) for g in got)
+    except Exception:  # anything else is check_function's to describe
+        return None
+    want_out, want_w = _reference(*case)
+    if w.shape == want_w.shape and out.shape == want_out.shape and \
+            np.allclose(w, want_w) and np.allclose(out, want_out):
+        return "your output and weights are right but in the wrong order: return output, weights."
+    return None
+
+
 def check_attention(fn, seed=None) -> Feedback:
     """Exercise 1: ``fn(Q, K, V) -> (output, weights)`` for 3 tokens, on fresh random cases."""
-    return check_function(fn, _reference, attention_cases(seed), name="attention",
+    cases = attention_cases(seed)
+    swapped = _swapped_order(fn, cases[0]) if callable(fn) else None
+    if swapped:
+        return Feedback(False, swapped)
+    return check_function(fn, _reference, cases, name="attention",
                           diagnose=_diagnose_attention,
                           praise="Your attention(Q, K, V) gives the package's output and weights "
                                  "on every random case: rows sum to 1, scaled by 1/sqrt(d_k).")

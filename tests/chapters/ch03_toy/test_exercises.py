@@ -51,6 +51,7 @@ MISTAKES = {
     "weights.T @ V": lambda Q, K, V: (sol.attention(Q, K, V)[1].T @ V, sol.attention(Q, K, V)[1]),
     "did you forget `return`": lambda Q, K, V: None,
     "returned 1 value": lambda Q, K, V: sol.attention(Q, K, V)[0],
+    "wrong order": lambda Q, K, V: sol.attention(Q, K, V)[::-1],
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.transforms import Bbox
 
 from qkv_viz.chapters.ch01_library.library import KEY_AXES, soft_lookup
 from qkv_viz.viz import style
@@ -52,7 +53,7 @@ def _inside(box, points) -> np.ndarray:
             & (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1))
 
 
-def _place_labels(ax, labels, arrows):
+def _place_labels(ax, labels, arrows, relayout=True):
     """Write each label just beyond its arrow tip without touching any arrow or earlier label.
 
     labels: ``(text, tip, color, fontweight)``; arrows: ``(tip, line width pt, head size pt)``.
@@ -60,51 +61,44 @@ def _place_labels(ax, labels, arrows):
     (the old picture wrote "query" across arrow 1). Returns the Annotations.
     """
     engine = ax.figure.get_layout_engine()
-    if engine is not None:  # lay the figure out first, so the room measured is the room drawn
+    if relayout and engine is not None:  # lay the figure out first, so the room measured is the room drawn
         engine.execute(ax.figure)
     ax.apply_aspect()
     renderer = _renderer(ax.figure)
     obstacles = np.concatenate([_segment_points(ax, *a) for a in arrows])
+    to_px = ax.figure.dpi / 72.0
     placed, artists = [], []
     for text, tip, color, weight in labels:
+        ann = ax.annotate(text, tip, xytext=(0, 0), textcoords="offset points", ha="center",
+                          va="center", color=color, fontsize=style.FONT_PT, fontweight=weight)
+        extent = ann.get_window_extent(renderer)  # measured once; candidates are moved copies
+        half = np.array([extent.width, extent.height]) / 2 + 2.0  # 2 px of air
+        tip_px = ax.transData.transform(tuple(tip))
         x, y = tip
         base = np.arctan2(y, x) if (x, y) != (0, 0) else np.pi / 2
-        best = None
-        for turn in (0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180):
-            for dist in (1.0, 1.4, 1.8):
-                ang = base + np.radians(turn)
-                ux, uy = np.cos(ang), np.sin(ang)
-                ann = ax.annotate(text, (x, y), xytext=(dist * LABEL_OFFSET_PT * ux, dist * LABEL_OFFSET_PT * uy),
-                                  textcoords="offset points", color=color, fontsize=style.FONT_PT,
-                                  fontweight=weight,
-                                  ha="left" if ux > 0.35 else "right" if ux < -0.35 else "center",
-                                  va="bottom" if uy > 0.35 else "top" if uy < -0.35 else "center")
-                box = ann.get_window_extent(renderer).padded(2)
-                free = (not np.any(_inside(box, obstacles))
-                        and not any(box.overlaps(p) for p in placed))
-                if free:
-                    best = (ann, box)
-                    break
-                ann.remove()
-            if best is not None:
+        spots = [(turn, dist) for turn in (0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180)
+                 for dist in (1.0, 1.4, 1.8)]
+        for turn, dist in spots + [(0, 1.0)]:  # nowhere free: straight outward
+            u = np.array([np.cos(base + np.radians(turn)), np.sin(base + np.radians(turn))])
+            centre = tip_px + u * (dist * LABEL_OFFSET_PT * to_px + np.abs(u) @ (half - 2.0))
+            box = Bbox.from_extents(*(centre - half), *(centre + half))
+            if not np.any(_inside(box, obstacles)) and not any(box.overlaps(p) for p in placed):
                 break
-        if best is None:  # nowhere free: fall back to straight outward
-            ann = ax.annotate(text, (x, y), xytext=(LABEL_OFFSET_PT * np.cos(base), LABEL_OFFSET_PT * np.sin(base)),
-                              textcoords="offset points", color=color, fontsize=style.FONT_PT,
-                              fontweight=weight, ha="center", va="center")
-            best = (ann, ann.get_window_extent(renderer))
-        placed.append(best[1])
-        artists.append(best[0])
+        ann.xyann = tuple((centre - tip_px) / to_px)  # offset in points
+        placed.append(box)
+        artists.append(ann)
     return artists
 
 
-def plot_library(library, query, ax=None, weights=None):
+def plot_library(library, query, ax=None, weights=None, relayout=True):
     """Keys as arrows from the origin, the query as a thicker arrow.
 
     ``weights`` (n_books,) on 0..1 sets each key arrow's width (``weight_linewidth``:
     0.8 pt for weight 0 up to 8 pt for weight 1); without weights all keys are
     drawn at the width of weight 0.2. Arrows are numbered like the books
     (1 = first title); only the first two key coordinates are drawn.
+    ``relayout=False`` skips laying the figure out before placing the labels
+    (for a caller that has already done it once for several panels).
     Returns the artists: per book an arrow and its label, then the query's arrow and label.
     """
     if ax is None:
@@ -130,7 +124,7 @@ def plot_library(library, query, ax=None, weights=None):
     specs.append((q, 2.0, 7.0))
     labels = [("query", q, QUERY_COLOR, "bold")] + [
         (f"{i + 1}", key, KEY_COLOR, "normal") for i, key in enumerate(library.keys[:, :2])]
-    texts = _place_labels(ax, labels, specs)
+    texts = _place_labels(ax, labels, specs, relayout=relayout)
     artists = []
     for arrow, text in zip(arrows[:-1], texts[1:]):
         artists += [arrow, text]
@@ -195,11 +189,17 @@ def library_small_multiples(library, query, temperatures, axes=None):
     if axes is None:
         _, axes = plt.subplots(1, len(temperatures), figsize=style.figsize(1.0, 1.0 / len(temperatures)),
                                layout="constrained", sharey=True)
-    artists = []
-    for i, (t, ax) in enumerate(zip(temperatures, np.atleast_1d(axes))):
-        w = soft_lookup(query, library, t)[1]
+    axes = list(np.atleast_1d(axes))
+    weights = [soft_lookup(query, library, t)[1] for t in temperatures]
+    for i, (t, w, ax) in enumerate(zip(temperatures, weights, axes)):  # text first, then one layout
         ax.set_title(f"τ = {t:g}: top weight {w.max():.2f}", fontsize=style.TITLE_PT)
-        artists += plot_library(library, query, ax=ax, weights=w)
+        ax.set(xlabel=f"key[0]: {KEY_AXES[0]}", ylabel=f"key[1]: {KEY_AXES[1]}" if i == 0 else "")
+    engine = axes[0].figure.get_layout_engine()
+    if engine is not None:
+        engine.execute(axes[0].figure)
+    artists = []
+    for i, (w, ax) in enumerate(zip(weights, axes)):
+        artists += plot_library(library, query, ax=ax, weights=w, relayout=False)
         if i > 0:
             ax.set_ylabel("")
     return artists

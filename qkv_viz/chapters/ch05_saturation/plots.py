@@ -1,8 +1,9 @@
 """Figures for the saturation experiment (chapter 5): curves, gradient spread, attention panels.
 
 Every function takes the runs as ``{name: SaturationResult}`` (or one result),
-draws on given axes or a new small figure, returns the artists and never calls
-``plt.show()``. Heatmaps come from :mod:`qkv_viz.plots`.
+draws on given axes or a new small figure, returns the artists (or the figure) and
+never calls ``plt.show()``. Colours and sizes come from :mod:`qkv_viz.viz.style`,
+heatmaps from :mod:`qkv_viz.viz.plots`, each grid with one shared colour bar.
 """
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from qkv_viz.core.diagnostics import score_std
+from qkv_viz.viz import style
 from qkv_viz.viz.plots import attention_heatmap, scores_heatmap
 
-COLORS = {"scaled": "tab:blue", "unscaled": "tab:red", "over-scaled": "tab:green"}
+COLORS = {"scaled": style.SCALED_COLOR, "unscaled": style.UNSCALED_COLOR, "over-scaled": style.CONTROL_COLOR,
+          "small init": style.OKABE_ITO[7]}
+LINESTYLES = {"small init": "--"}
 CURVES = {"loss": "loss", "acc": "accuracy", "grad_norm_q": "|grad W_q| (batch)",
           "grad_norm_k": "|grad W_k| (batch)",
           "grad_q_median": "|grad W_q| (median query)", "entropy": "entropy (nats)",
@@ -39,22 +43,24 @@ def plot_curve(runs: dict, key: str, ax=None, window: int = 1, log: bool = False
     lines = []
     for name, r in runs.items():
         (line,) = ax.plot(r.steps, smooth(getattr(r, key), window), label=name,
-                          color=COLORS.get(name), lw=1.5)
+                          color=COLORS.get(name), ls=LINESTYLES.get(name, "-"), lw=1.5)
         lines.append(line)
     if log:
         ax.set_yscale("log")
-    ax.set_xlabel("step")
-    ax.set_title(CURVES[key], fontsize=10)
+    ax.set_xlabel("training step")
+    ax.set_title(CURVES[key])
     return lines
 
 
 def training_panel(runs: dict, keys=("loss", "acc", "grad_norm_q", "grad_q_median"), window: int = 5):
     """Small multiples of the training curves (gradient norms on a log axis). Returns the figure."""
-    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 2.8), constrained_layout=True)
+    width = min(style.COLUMN_WIDTH, 2.2 * len(keys))
+    fig, axes = plt.subplots(1, len(keys), figsize=(width, 2.9), constrained_layout=True)
     for ax, key in zip(np.atleast_1d(axes), keys):
         plot_curve(runs, key, ax=ax, window=1 if key.startswith("grad") else window,
                    log=key.startswith("grad"))
-    np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.legend(*np.atleast_1d(axes)[0].get_legend_handles_labels(), loc="outside lower center",
+               ncols=len(runs), frameon=False)
     return fig
 
 
@@ -70,7 +76,7 @@ def grad_histogram(runs: dict, ax=None, bins=None):
     artists = [ax.hist(v, bins=bins, alpha=0.55, label=n, color=COLORS.get(n))[2] for n, v in logs.items()]
     ax.set_xlabel("log10 |grad W_q| of one query, step 0")
     ax.set_ylabel("queries")
-    ax.legend(fontsize=8)
+    ax.legend()
     return artists
 
 
@@ -80,49 +86,55 @@ def _mark_targets(ax, targets):
     return ax.scatter(targets, rows, marker="s", s=22, facecolors="none", edgecolors="red", lw=1)
 
 
-def attention_snapshots(runs: dict, kind: str = "weights"):
-    """Grid: one row per run, one column per snapshot step (start, middle, end). Returns the figure.
+def attention_snapshots(runs: dict):
+    """Grid of attention weights: one row per run, one column per snapshot step; one shared colour bar.
 
-    ``kind`` is "weights" (0..1 colour range) or "scores" (diverging, per panel).
-    Red squares mark the key each query must find.
+    Red squares mark the key each query must find. Returns the figure.
     """
-    if kind not in ("weights", "scores"):
-        raise ValueError(f"kind must be 'weights' or 'scores', got {kind!r}")
     names = list(runs)
     n_cols = len(next(iter(runs.values())).snapshots)
-    fig, axes = plt.subplots(len(names), n_cols, figsize=(2.6 * n_cols, 2.4 * len(names)),
-                             squeeze=False, constrained_layout=True)
+    fig, axes = plt.subplots(len(names), n_cols, figsize=(min(style.COLUMN_WIDTH, 2.4 * n_cols + 1.2),
+                                                          2.05 * len(names)),
+                             squeeze=False, constrained_layout=True, sharex=True, sharey=True)
+    im = None
     for row, name in zip(axes, names):
         r = runs[name]
-        for ax, (step, (scores, weights)) in zip(row, sorted(r.snapshots.items())):
-            draw = attention_heatmap if kind == "weights" else scores_heatmap
-            draw(weights if kind == "weights" else scores, ax=ax, annotate=False,
-                 title=f"{name}, step {step}")
+        for j, (ax, (step, (_, weights))) in enumerate(zip(row, sorted(r.snapshots.items()))):
+            im = attention_heatmap(weights, ax=ax, annotate=False, colorbar=False, title=f"{name}, step {step}")
             _mark_targets(ax, r.targets)
-            ax.set_xticks([]), ax.set_yticks([])
-            ax.title.set_fontsize(9)
+            if j:
+                ax.set_ylabel("")
+    for ax in axes[:-1].ravel():
+        ax.set_xlabel("")
+    fig.colorbar(im, ax=axes, shrink=0.6, label=style.WEIGHTS_LABEL, ticks=np.linspace(0, 1, 5))
     return fig
 
 
-def debug_panel(result, step: int = 0, name: str = "", limit: float = 5.0):
-    """Debug like the article: scores before softmax, weights after, and the scores' spread.
+def debug_grid(runs: dict, names=None, step: int = 0, limit: float = 5.0):
+    """Debug like the article: for each run (a row) the scores before softmax, the weights after, a histogram.
 
-    Three axes: scores heatmap on the fixed range [-limit, limit] (so runs can be
-    compared by colour: saturated runs hit the ends, flat runs stay white), weights
-    heatmap (0..1), histogram of all scores. Returns the figure.
+    Scores share one diverging colour bar on the fixed range [-limit, limit] (saturated runs hit
+    the ends, flat runs stay white), weights one 0..1 bar. Red squares mark the keys to find.
+    Returns the figure.
     """
-    if step not in result.snapshots:
-        raise ValueError(f"no snapshot at step {step}; have {sorted(result.snapshots)}")
-    scores, weights = result.snapshots[step]
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(9.5, 2.7), constrained_layout=True)
-    im_s = scores_heatmap(scores, ax=a, annotate=False, limit=limit,
-                          title=f"{name}: scores c*QK^T, step {step}")
-    im_w = attention_heatmap(weights, ax=b, annotate=False, title="weights after softmax")
-    for ax, im in ((a, im_s), (b, im_w)):
-        _mark_targets(ax, result.targets)
-        fig.colorbar(im, ax=ax, shrink=0.85)
-        ax.title.set_fontsize(9)
-    c.hist(scores.ravel(), bins=30, color=COLORS.get(name, "gray"))
-    c.set_xlabel("score")
-    c.set_title(f"all scores: row std {score_std(scores).mean():.2g}", fontsize=9)
+    names = list(runs) if names is None else list(names)
+    for name in names:
+        if step not in runs[name].snapshots:
+            raise ValueError(f"no snapshot at step {step} for {name!r}; have {sorted(runs[name].snapshots)}")
+    fig, axes = plt.subplots(len(names), 3, figsize=(style.COLUMN_WIDTH, 2.5 * len(names)), squeeze=False,
+                             constrained_layout=True, gridspec_kw=dict(width_ratios=(1, 1, 0.9)))
+    for (a, b, c), name in zip(axes, names):
+        r = runs[name]
+        scores, weights = r.snapshots[step]
+        im_s = scores_heatmap(scores, ax=a, annotate=False, colorbar=False, limit=limit,
+                              title=f"{name}: scores, step {step}")
+        im_w = attention_heatmap(weights, ax=b, annotate=False, colorbar=False, title="weights after softmax")
+        for ax in (a, b):
+            _mark_targets(ax, r.targets)
+        c.hist(scores.ravel(), bins=30, color=COLORS.get(name, "gray"))
+        c.set_xlabel("score")
+        c.set_ylabel("count")
+        c.set_title(f"all {scores.size} scores: row std {score_std(scores).mean():.1f}")
+    fig.colorbar(im_s, ax=axes[:, 0], shrink=0.5, label=f"score (clipped at ±{limit:g})", location="left")
+    fig.colorbar(im_w, ax=axes[:, 1], shrink=0.5, label=style.WEIGHTS_LABEL, ticks=np.linspace(0, 1, 5))
     return fig

@@ -255,34 +255,30 @@ def test_smooth_matches_running_mean():
         sp.smooth(v, 0)
 
 
-def test_plots_draw(three):
-    fig = sp.training_panel(three)
-    assert len(fig.axes) == 4 and len(fig.axes[0].lines) == 3
-    fig2 = sp.attention_snapshots(three)
-    assert len(fig2.axes) == 9 and fig2.axes[0].images[0].get_clim() == (0.0, 1.0)
-    fig3 = sp.debug_panel(three["unscaled"], step=0, name="unscaled")
-    assert len(fig3.axes) == 5  # scores, weights, histogram + two colour bars
+def test_plots_draw(four):
+    from qkv_viz.viz import style
+    fig = sp.training_panel(four)
+    assert len(fig.axes) == 4 and len(fig.axes[0].lines) == 4
+    assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
+    assert [ln.get_color() for ln in fig.axes[0].lines] == [sp.COLORS[n] for n in four]
+    np.testing.assert_allclose(fig.axes[0].lines[1].get_ydata(), sp.smooth(four["unscaled"].loss, 5))
+    fig2 = sp.attention_snapshots(four)
+    heatmaps = [ax for ax in fig2.axes if ax.images]
+    assert len(heatmaps) == 12 and len(fig2.axes) == 12 + 1  # 4 runs x 3 steps, plus one shared colour bar
+    assert heatmaps[0].images[0].get_clim() == (0.0, 1.0)
+    np.testing.assert_array_equal(heatmaps[3].images[0].get_array(), four["unscaled"].snapshots[0][1])
+    fig3 = sp.debug_grid(four, names=("unscaled", "scaled"), step=0)
     assert fig3.axes[0].images[0].get_clim() == (-5.0, 5.0)
     assert fig3.axes[1].images[0].get_clim() == (0.0, 1.0)
-    artists = sp.grad_histogram(three)
-    assert len(artists) == 3
+    np.testing.assert_array_equal(fig3.axes[0].images[0].get_array(), four["unscaled"].snapshots[0][0])
+    assert len(fig3.axes) == 6 + 2  # 2 runs x (scores, weights, histogram) + two shared colour bars
+    artists = sp.grad_histogram(four)
+    assert len(artists) == 4
     with pytest.raises(ValueError):
-        sp.debug_panel(three["scaled"], step=7)
+        sp.debug_grid(four, step=7)
     with pytest.raises(ValueError):
         sp.plot_curve(three, "nope")
     plt.close("all")
-
-
-def test_exercises_right_and_wrong():
-    assert ch05.check_score_std(np.sqrt(512)) and not ch05.check_score_std(512)
-    assert not ch05.check_score_std(None)
-    assert ch05.check_symptoms("one-hot", "uniform") and not ch05.check_symptoms("uniform", "one-hot")
-    assert not ch05.check_symptoms("flat", "uniform")
-    truth = diagnose(ch05.mystery_scores())
-    assert ch05.check_mystery(truth)
-    assert not any(ch05.check_mystery(v) for v in ch05.VERDICTS if v != truth)
-    wrong = ch05.check_mystery("neither")
-    assert not wrong and "one of" in wrong.message
 
 
 def test_adam_matches_torch_adam():

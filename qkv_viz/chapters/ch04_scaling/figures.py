@@ -1,0 +1,121 @@
+"""Chapter 4's static figures, in the book's style (``qkv_viz.viz.style``).
+
+Each function draws one picture that answers one question, returns the figure
+and never calls ``plt.show()``. Heatmaps come from :mod:`qkv_viz.viz.plots`
+and always carry a colour bar (one shared bar per kind of matrix).
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from qkv_viz.chapters.ch04_scaling.scaling import weights_at_dk
+from qkv_viz.viz import style
+from qkv_viz.viz.plots import attention_heatmap, scores_heatmap
+
+LABELS = {True: r"scaled: $q\cdot k/\sqrt{d_k}$", False: r"unscaled: $q\cdot k$"}
+COLORS = {True: style.SCALED_COLOR, False: style.UNSCALED_COLOR}
+
+
+def _log2_dk_axis(ax, d_ks):
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(d_ks[::2], [f"{d:g}" for d in d_ks[::2]])
+    ax.minorticks_off()
+    ax.set_xlabel("$d_k$ (width of q and k)")
+
+
+def variance_figure(d_ks, var_unscaled, var_scaled):
+    """How does Var(q . k) grow with d_k? Measured points, theory lines d_k and 1 (log-log)."""
+    d_ks = np.asarray(d_ks, dtype=float)
+    fig, ax = plt.subplots(figsize=style.figsize(0.62, 0.6), constrained_layout=True)
+    ax.plot(d_ks, d_ks, ":", color="black", lw=1, label="theory: $d_k$ and 1")
+    ax.plot(d_ks, np.ones_like(d_ks), ":", color="black", lw=1)
+    for scaled, values in ((False, var_unscaled), (True, var_scaled)):
+        ax.plot(d_ks, values, "o" if scaled else "s", color=COLORS[scaled], ms=5,
+                label="measured, " + LABELS[scaled])
+    ax.set_yscale("log", base=2)
+    _log2_dk_axis(ax, d_ks)
+    ax.set_ylabel("variance of the score")
+    ax.set_title("Var(q·k) over 4000 random pairs per $d_k$")
+    ax.legend(loc="upper left")
+    return fig
+
+
+def softmax_sharpness_figure(c, sat, S: int):
+    """What does softmax do to a row as the spread c of its logits grows? Two panels."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.36), constrained_layout=True)
+    a.plot(c, sat["max_weight"], "o-", color=style.SERIES[0], label="max weight")
+    a.plot(c, sat["effective_tokens"] / S, "s--", color=style.SERIES[1], label=f"effective keys / {S}")
+    a.axhline(1 / S, color="gray", lw=0.8, ls=":")
+    a.set_ylim(0, 1.05)
+    a.set_title("how sharp is the row?")
+    a.legend(loc="center left")
+    b.plot(c, sat["grad_norm"], "o-", color=style.SERIES[5])
+    b.set_title(r"how much does it respond? $\|\mathrm{diag}(p) - pp^\top\|_F$")
+    b.set_ylabel("Frobenius norm")
+    peak = int(np.argmax(sat["grad_norm"]))
+    b.annotate(f"largest: {sat['grad_norm'][peak]:.3f} at c = {c[peak]:g}", (c[peak], sat["grad_norm"][peak]),
+               xytext=(0.02, 0.12), textcoords="axes fraction", arrowprops=dict(arrowstyle="->", lw=0.8))
+    for ax in (a, b):
+        ax.set_xscale("log")
+        ax.set_xlabel(f"spread c of the logits (std), rows of {S} keys")
+    return fig
+
+
+def diagnostics_figure(on: dict, off: dict):
+    """Against d_k, with and without the factor: score spread, max weight, Jacobian norm (three panels)."""
+    keys = (("score_std", "score spread (row std)"), ("max_weight", "max weight of a row"),
+            ("grad_norm", r"$\|\mathrm{diag}(p) - pp^\top\|_F$"))
+    fig, axes = plt.subplots(1, 3, figsize=style.figsize(1.0, 0.34), constrained_layout=True)
+    d_ks = np.asarray(on["d_k"], dtype=float)
+    for ax, (key, title) in zip(axes, keys):
+        for scaled, r in ((True, on), (False, off)):
+            ax.plot(d_ks, r[key], "o-" if scaled else "s--", ms=4, color=COLORS[scaled],
+                    label="scaled" if scaled else "unscaled")
+        _log2_dk_axis(ax, d_ks)
+        ax.set_title(title)
+    axes[0].set_yscale("log", base=2)
+    axes[1].set_ylim(0, 1.02)
+    axes[0].legend(loc="upper left")
+    return fig
+
+
+def small_multiples(d_ks=(1, 16, 256), T: int = 8, S: int = 8, seed=0):
+    """Attention weights for each d_k (columns), scaled (top) and unscaled (bottom); one colour bar."""
+    fig, axes = plt.subplots(2, len(d_ks), figsize=style.figsize(0.95, 0.6), constrained_layout=True,
+                             sharex=True, sharey=True)
+    im = None
+    for j, d_k in enumerate(d_ks):
+        for i, scaled in enumerate((True, False)):
+            _, w = weights_at_dk(d_k, T, S, seed, scale=scaled)
+            im = attention_heatmap(w, ax=axes[i, j], annotate=False, colorbar=False,
+                                   title=f"$d_k$ = {d_k}, {'scaled' if scaled else 'unscaled'}")
+            if j:
+                axes[i, j].set_ylabel("")
+            if i == 0:
+                axes[i, j].set_xlabel("")
+    fig.colorbar(im, ax=axes, shrink=0.9, label=style.WEIGHTS_LABEL, ticks=np.linspace(0, 1, 5))
+    return fig
+
+
+def scores_and_weights(d_k: int = 256, T: int = 8, S: int = 8, seed=0):
+    """What goes into softmax, and what comes out: scores (left) and weights (right), scaled and unscaled.
+
+    The scores share one diverging colour bar (range set by the largest unscaled score),
+    the weights one 0..1 bar; the numbers are written in the cells.
+    """
+    fig, axes = plt.subplots(2, 2, figsize=style.figsize(1.0, 0.78), constrained_layout=True)
+    pairs = {scaled: weights_at_dk(d_k, T, S, seed, scale=scaled) for scaled in (True, False)}
+    limit = float(np.abs(pairs[False][0]).max())
+    for i, scaled in enumerate((True, False)):
+        scores, weights = pairs[scaled]
+        name = "scaled" if scaled else "unscaled"
+        # whole numbers are enough for unscaled scores tens of units apart
+        im_s = scores_heatmap(scores, ax=axes[i, 0], limit=limit, annotate=True, colorbar=False,
+                              fmt=".1f" if scaled else ".0f", title=f"{name} scores, $d_k$ = {d_k}")
+        im_w = attention_heatmap(weights, ax=axes[i, 1], annotate=True, colorbar=False,
+                                 title=f"{name} weights")
+    fig.colorbar(im_s, ax=axes[:, 0], shrink=0.8, label="score, before softmax")
+    fig.colorbar(im_w, ax=axes[:, 1], shrink=0.8, label="attention weight, after softmax",
+                 ticks=np.linspace(0, 1, 5))
+    return fig

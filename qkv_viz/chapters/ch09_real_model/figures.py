@@ -1,0 +1,71 @@
+"""Chapter 9's static pictures: the value side of [CLS]/[SEP], and one token's attention row
+in chosen heads for two sentences."""
+from __future__ import annotations
+
+import numpy as np
+
+from qkv_viz.core.validate import as_array
+from qkv_viz.viz import style
+
+
+def value_side_figure(norm_special, norm_other, weight_share, moved_share):
+    """Two panels per layer: (left) mean ||v W_o|| of [CLS]/[SEP] vs the other tokens;
+    (right) share of the attention weight on [CLS]/[SEP] vs their share of what is moved.
+
+    All four arguments are (L,) arrays. Returns the figure (closed, for display).
+    """
+    import matplotlib.pyplot as plt
+
+    arrays = [as_array(n, a, ndim=1) for n, a in (("norm_special", norm_special), ("norm_other", norm_other),
+                                                   ("weight_share", weight_share), ("moved_share", moved_share))]
+    L = arrays[0].shape[0]
+    if any(a.shape != (L,) for a in arrays):
+        raise ValueError(f"all four arrays must have shape (L,), got {[a.shape for a in arrays]}")
+    layers, width = np.arange(L), 0.38
+    fig, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.36), layout="constrained")
+    pairs = [(arrays[0], arrays[1], "[CLS] / [SEP]", "other tokens", "mean ‖v W_o‖ per head",
+              "how much a token can move the output"),
+             (arrays[2], arrays[3], "share of the weight", "share of what is moved", "on [CLS] / [SEP]",
+              "weight parked vs output delivered")]
+    for ax, (a, b, la, lb, ylabel, title) in zip(axes, pairs):
+        ax.bar(layers - width / 2, a, width, color=style.KEY_COLOR, label=la)
+        ax.bar(layers + width / 2, b, width, color=style.VALUE_COLOR, label=lb)
+        ax.set_xticks(layers)
+        ax.set_xlabel("layer")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend(loc="upper right")
+    axes[0].set_ylim(0, 1.25 * max(arrays[0].max(), arrays[1].max()))
+    axes[1].set_ylim(0, 1)
+    plt.close(fig)
+    return fig
+
+
+def token_row_figure(rows, tokens, titles, labels):
+    """Bars of one query's attention row: ``rows`` (P, R, T) for P panels and R series.
+
+    ``tokens`` (T,) label the keys; ``titles`` (P,) the panels; ``labels`` (R,)
+    the series (e.g. two sentences). Returns the figure (closed, for display).
+    """
+    import matplotlib.pyplot as plt
+
+    rows = as_array("rows", rows, ndim=3)
+    P, R, T = rows.shape
+    if len(tokens) != T or len(titles) != P or len(labels) != R:
+        raise ValueError(f"rows has shape {rows.shape} but got {len(tokens)} tokens, "
+                         f"{len(titles)} titles, {len(labels)} labels")
+    fig, axes = plt.subplots(1, P, figsize=style.figsize(1.0, 0.4), layout="constrained", sharey=True,
+                             squeeze=False)
+    x, width = np.arange(T), 0.8 / R
+    colors = [style.SERIES[i % len(style.SERIES)] for i in range(R)]
+    for ax, panel, title in zip(axes[0], rows, titles):
+        for r, (row, label) in enumerate(zip(panel, labels)):
+            ax.bar(x + (r - (R - 1) / 2) * width, row, width, color=colors[r], label=label)
+        ax.set_xticks(x, list(tokens), rotation=90)
+        ax.set_title(title)
+        ax.set_xlabel("key (the token looked at)")
+        ax.set_ylim(0, 1)
+    axes[0, 0].set_ylabel("attention weight")
+    axes[0, -1].legend(loc="upper right")
+    plt.close(fig)
+    return fig

@@ -1,0 +1,34 @@
+"""Chapter 9's figures: the value-side bars and the token-row bars draw what they are given."""
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from qkv_viz.chapters.ch09_real_model.figures import token_row_figure, value_side_figure  # noqa: E402
+
+
+def test_value_side_figure_bars_are_the_numbers():
+    a, b, c, d = np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([0.5, 0.6]), np.array([0.1, 0.2])
+    fig = value_side_figure(a, b, c, d)
+    left, right = fig.axes[:2]
+    heights = [p.get_height() for p in left.patches]
+    np.testing.assert_allclose(heights, np.r_[a, b])
+    np.testing.assert_allclose([p.get_height() for p in right.patches], np.r_[c, d])
+    assert right.get_ylim() == (0, 1)
+
+
+def test_value_side_figure_rejects_mismatched_lengths():
+    with pytest.raises(ValueError, match=r"shape \(L,\)"):
+        value_side_figure(np.ones(2), np.ones(3), np.ones(2), np.ones(2))
+
+
+def test_token_row_figure_panels_series_and_labels():
+    rows = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 3))  # (P=2, R=3, T=5)
+    fig = token_row_figure(rows, list("abcde"), ["p0", "p1"], ["s0", "s1", "s2"])
+    axes = fig.axes
+    assert [ax.get_title() for ax in axes] == ["p0", "p1"]
+    assert [t.get_text() for t in axes[0].get_xticklabels()] == list("abcde")
+    np.testing.assert_allclose([p.get_height() for p in axes[1].patches], rows[1].ravel())
+    with pytest.raises(ValueError, match="4 tokens"):
+        token_row_figure(rows, list("abcd"), ["p0", "p1"], ["s0", "s1", "s2"])

@@ -12,7 +12,7 @@ LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 .PHONY: env lab test test-fast test-browser notebooks bench site classroom classroom-deps clean help
 
 help:
-	@echo "make lab        start JupyterLab on notebooks/ (sets up .venv first)"
+	@echo "make lab        start JupyterLab on your working copy book/ (sets up .venv first)"
 	@echo "make test       run all tests: pytest, nbval on every notebook, browser test"
 	@echo "make notebooks  re-execute every notebook in place, in order"
 	@echo "make bench      run benchmarks/, one BENCH line per case"
@@ -40,7 +40,7 @@ test: env classroom-deps
 		--sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 test-fast: env
-	MPLBACKEND=Agg $(PY) -m pytest tests -m "not browser" -p no:cacheprovider
+	MPLBACKEND=Agg $(PY) -m pytest tests -m "not browser and not slow" -p no:cacheprovider
 
 test-browser: env
 	$(PY) -m pytest tests -m browser -p no:cacheprovider

@@ -1,0 +1,55 @@
+"""Each chapter's kernel memory after running it in its own kernel (issue: a class of readers).
+
+Prints one line per chapter, ``BENCH kernel_memory chapter=NN rss_mib=... torch=0|1 seconds=...``:
+the resident memory of the kernel process right after the chapter ran top to bottom
+(nothing saved: a temporary copy is executed), and whether the chapter imported torch.
+Goals: no chapter over 300 MiB; chapters without a real torch use under 150 MiB.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+import time
+
+import nbformat
+import psutil
+from nbclient import NotebookClient
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PROBE = "import sys as _s, os as _o; print(int('torch' in _s.modules), _o.getpid())"
+
+
+def measure(path: pathlib.Path) -> tuple[float, int, float]:
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(PROBE))
+    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+        seconds = time.perf_counter() - start
+        torch_loaded, pid = (int(x) for x in nb.cells[-1].outputs[0]["text"].split())
+        rss = psutil.Process(pid).memory_info().rss / 2**20
+    return rss, torch_loaded, seconds
+
+
+def main() -> int:
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    failed = 0
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        try:
+            rss, torch_loaded, seconds = measure(path)
+        except Exception as exc:  # a chapter that fails to run is reported, the others still measured
+            failed += 1
+            print(f"# {path.name} failed: {type(exc).__name__}: {str(exc).splitlines()[-1][:200]}",
+                  file=sys.stderr)
+            continue
+        print(f"BENCH kernel_memory chapter={path.name[:2]} rss_mib={rss:.0f} torch={torch_loaded} "
+              f"seconds={seconds:.1f}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""The whole of self-attention in one picture, every matrix with its shape.
+
+    X (T, d_model) -> @ W_q, W_k, W_v -> Q, K (T, d_k), V (T, d_v) -> Q K^T (T, T)
+      -> / sqrt(d_k) -> [mask] -> softmax (rows sum to 1) -> @ V -> output (T, d_v)
+
+``plot_pipeline(T=3, d_model=4, d_k=2, d_v=2, highlight=None)`` draws it with small
+seeded example numbers: each matrix is a grid of T x ... cells, shaded by its values
+(queries, keys and values in ``style.QUERY_COLOR`` / ``KEY_COLOR`` / ``VALUE_COLOR``,
+scores on the diverging ``style.SCORES_CMAP`` centred on 0, weights on
+``style.WEIGHTS_CMAP`` 0..1, each with a small scale). Chapter 0 introduces it;
+later chapters pass ``highlight`` to point at their stage: one of ``STAGES``
+("input", "projections", "qkv", "scores", "scale", "mask", "softmax", "output").
+"mask" also draws the causal-mask step (``mask=True`` draws it without highlighting).
+"""
+from __future__ import annotations
+
+import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
+
+from qkv_viz.core.attention import causal_mask, masked_softmax
+from qkv_viz.core.validate import positive_int
+from qkv_viz.viz import style
+
+STAGES = ("input", "projections", "qkv", "scores", "scale", "mask", "softmax", "output")
+_ALIASES = {"x": "input", "project": "projections", "projection": "projections", "weights": "softmax",
+            "q": "qkv", "k": "qkv", "v": "qkv", "values": "output", "weighted_sum": "output"}
+_INK, _DIM, _ARROW = "#222222", 0.28, "#555555"
+_HIGHLIGHT_FACE, _HIGHLIGHT_EDGE = "#FFF3C4", "#E69F00"
+_FONT = 9.5         # labels and shapes (>= style.MIN_FONT_PT at the displayed size)
+_NAME_FONT = 11.0   # the matrices' names
+
+
+def _example(T, d_model, d_k, d_v, masked, seed=0):
+    """Small seeded numbers for every stage. Returns a dict of named arrays."""
+    rng = np.random.default_rng(seed)
+    x = 1.5 * rng.normal(size=(T, d_model))  # (T, d_model); spread enough that the weights differ
+    w_q, w_k = (rng.normal(size=(d_model, d_k)) / np.sqrt(d_model) for _ in range(2))
+    w_v = rng.normal(size=(d_model, d_v)) / np.sqrt(d_model)
+    q, k, v = x @ w_q, x @ w_k, x @ w_v  # (T, d_model) @ (d_model, d_k|d_v) -> (T, d_k|d_v)
+    scores = q @ k.T                     # (T, d_k) @ (d_k, T) -> (T, T)
+    scaled = scores / np.sqrt(d_k)
+    mask = causal_mask(T) if masked else None
+    weights = masked_softmax(scaled, mask)  # (T, T), rows sum to 1
+    out = weights @ v                       # (T, T) @ (T, d_v) -> (T, d_v)
+    return dict(x=x, w_q=w_q, w_k=w_k, w_v=w_v, q=q, k=k, v=v, scores=scores, scaled=scaled,
+                mask=mask, weights=weights, out=out)
+
+
+def _tint(color, values):
+    """Shades of ``color`` for ``values``: light for the smallest, full colour for the largest."""
+    lo, hi = float(values.min()), float(values.max())
+    t = (values - lo) / (hi - lo) if hi > lo else np.full(values.shape, 0.5)
+    base, white = np.array(mcolors.to_rgb(color)), np.ones(3)
+    return white + (0.15 + 0.75 * t)[..., None] * (base - white)  # (..., 3)
+
+
+class _Canvas:
+    """An axes in inches (aspect 1) and the artists drawn for each stage."""
+
+    def __init__(self, ax, cell):
+        self.ax, self.cell, self.artists = ax, cell, {s: [] for s in STAGES}
+
+    def add(self, stage, artist):
+        """Record ``artist`` under ``stage`` (None: part of no stage, never faded)."""
+        if stage is not None:
+            self.artists[stage].append(artist)
+        return artist
+
+    def text(self, stage, x, y, s, size=_FONT, **kw):
+        kw.setdefault("ha", "center")
+        kw.setdefault("color", _INK)
+        return self.add(stage, self.ax.text(x, y, s, fontsize=size, **kw))
+
+    def matrix(self, stage, cx, cy, colors, name, shape, numbers, name_color=_INK, masked=None):
+        """Cells (rows, cols, 3) centred on (cx, cy); name above, shape in two lines below."""
+        rows, cols = colors.shape[:2]
+        c = self.cell
+        x0, y0 = cx - cols * c / 2, cy - rows * c / 2
+        for (i, j), _ in np.ndenumerate(colors[..., 0]):
+            cut = masked is not None and not masked[i, j]
+            self.add(stage, self.ax.add_patch(Rectangle(
+                (x0 + j * c, y0 + (rows - 1 - i) * c), c, c, facecolor="#D9D9D9" if cut else colors[i, j],
+                edgecolor="white", lw=1.0, hatch="////" if cut else None)))
+        self.add(stage, self.ax.add_patch(Rectangle((x0, y0), cols * c, rows * c, fill=False,
+                                                    edgecolor="#444444", lw=0.8, gid="frame")))
+        top, bottom = y0 + rows * c, y0
+        self.text(stage, cx, top + 0.09, name, size=_NAME_FONT, va="bottom", color=name_color)
+        self.text(stage, cx, bottom - 0.09, shape, va="top")
+        self.text(stage, cx, bottom - 0.30, numbers, va="top", color="#555555")
+        return (x0, y0, x0 + cols * c, top)
+
+    def arrow(self, stage, start, end, label=None, connection="arc3", label_xy=None, color=_ARROW):
+        a = self.add(stage, self.ax.add_patch(FancyArrowPatch(
+            start, end, arrowstyle="-|>", mutation_scale=11, lw=1.3, color=color,
+            connectionstyle=connection, shrinkA=3, shrinkB=6)))
+        if label:
+            lx, ly = label_xy or ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 + 0.08)
+            self.text(stage, lx, ly, label, va="bottom", gid="arrow-label")
+        return a
+
+
+def _scale_bar(canvas, stage, cx, y, cmap, vmin, vmax, ticks):
+    """A small horizontal colour scale under a matrix, with its end values."""
+    w, h = 0.62, 0.07
+    grad = np.linspace(0, 1, 64)[None, :]  # (1, 64)
+    canvas.add(stage, canvas.ax.imshow(grad, cmap=cmap, extent=(cx - w / 2, cx + w / 2, y - h, y),
+                                       aspect="auto", zorder=2))
+    canvas.text(stage, cx - w / 2, y - h - 0.04, ticks[0], va="top")
+    canvas.text(stage, cx + w / 2, y - h - 0.04, ticks[1], va="top")
+
+
+def _check_highlight(highlight):
+    if highlight is None:
+        return None
+    key = _ALIASES.get(str(highlight).lower(), str(highlight).lower())
+    if key not in STAGES:
+        raise ValueError(f"highlight must be one of {STAGES} (or None), got {highlight!r}")
+    return key
+
+
+def plot_pipeline(T=3, d_model=4, d_k=2, d_v=2, ax=None, highlight=None, mask=False, seed=0):
+    """One end-to-end figure of self-attention, every matrix labelled with its shape.
+
+    ``T`` tokens, model width ``d_model``, query/key width ``d_k``, value width ``d_v``
+    (small: the cells are drawn). ``highlight``: a stage of ``STAGES`` to emphasise
+    (the others fade); "mask" adds the causal mask step (as ``mask=True`` does).
+    ``ax``: an axes to draw on (it is cleared of ticks; the picture keeps its aspect).
+    Returns a dict stage -> list of the artists drawn for it.
+    """
+    T, d_model, d_k, d_v = (positive_int(n, v) for n, v in
+                            (("T", T), ("d_model", d_model), ("d_k", d_k), ("d_v", d_v)))
+    if max(T, d_model, d_k, d_v) > 8:
+        raise ValueError(f"plot_pipeline draws every cell: keep T, d_model, d_k, d_v <= 8, got "
+                         f"T={T}, d_model={d_model}, d_k={d_k}, d_v={d_v}")
+    key = _check_highlight(highlight)
+    masked = bool(mask) or key == "mask"
+    data = _example(T, d_model, d_k, d_v, masked, seed)
+    cell = _cell_size(T, d_model, d_k, d_v, masked)
+    own = ax is None
+    if own:
+        _, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 3.0), dpi=style.DPI)  # resized in _frame
+        ax.set_position((0, 0, 1, 1))
+    canvas = _Canvas(ax, cell)
+    extent = _draw(canvas, data, T, d_model, d_k, d_v, masked)
+    _frame(ax, extent, own)
+    if key is not None:
+        _emphasise(canvas, key)
+    return canvas.artists
+
+
+_GAP, _OP_GAP, _MARGINS = 0.42, 0.76, 0.9  # between matrices; where an arrow carries a label; edges
+
+
+def _cell_size(T, d_model, d_k, d_v, masked) -> float:
+    """The largest cell (<= 0.19 in) with which the whole row of stages fits the column."""
+    cells = d_model + 2 * max(d_k, d_v) + T * (3 + masked) + d_v  # matrix widths, in cells
+    fixed = 2 * (_GAP - 0.1 * masked) + (4 + masked) * _OP_GAP + _MARGINS  # inches that do not scale
+    return min(0.19, (style.COLUMN_WIDTH - 0.5 - fixed) / cells)  # 0.5: the caption and labels past the edges
+
+
+def _draw(canvas, d, T, d_model, d_k, d_v, masked):
+    """Place every stage left to right; returns the drawing's extent (x0, y0, x1, y1) in inches."""
+    c = canvas.cell
+    row_h = max(d_model, T) * c + 0.95          # a matrix, its name above, two shape lines below
+    y_q, y_k, y_v = 2 * row_h, row_h, 0.0       # the three branches
+    y_s = (y_q + y_k) / 2                       # the scores chain runs between the Q and K rows
+    gap, op_gap = _GAP - 0.1 * masked, _OP_GAP  # the mask step needs room: tighter on the left
+    x = d_model * c / 2
+    canvas.matrix("input", x, y_k, _tint("#7F7F7F", d["x"]), "$X$", r"$T\times d_\mathrm{model}$",
+                  f"{T}×{d_model}")
+    x_in_right = x + d_model * c / 2
+    x_w = x_in_right + gap + 0.25 + max(d_k, d_v) * c / 2
+    x_qkv = x_w + max(d_k, d_v) * c / 2 + gap + 0.1 + max(d_k, d_v) * c / 2
+    rows = (("q", y_q, style.QUERY_COLOR, d_k), ("k", y_k, style.KEY_COLOR, d_k),
+            ("v", y_v, style.VALUE_COLOR, d_v))
+    boxes = {}
+    for name, y, color, width in rows:
+        w_box = canvas.matrix("projections", x_w, y, _tint(color, d[f"w_{name}"]), f"$W_{name}$",
+                              rf"$d_\mathrm{{model}}\times d_{name}$".replace("d_q", "d_k"),
+                              f"{d_model}×{width}", name_color=color)
+        canvas.arrow("projections", (x_in_right, y_k), (w_box[0], y),
+                     connection="arc3,rad=0" if y == y_k else f"arc3,rad={0.25 if y > y_k else -0.25}")
+        boxes[name] = canvas.matrix("qkv", x_qkv, y, _tint(color, d[name]), f"${name.upper()}$",
+                                    rf"$T\times d_{'v' if name == 'v' else 'k'}$", f"{T}×{width}",
+                                    name_color=color)
+        canvas.arrow("projections", (w_box[2], y), (boxes[name][0], y))
+    # Q K^T: the two upper branches meet in the scores
+    lim = float(np.abs(d["scores"]).max()) or 1.0
+    x_s = boxes["q"][2] + op_gap + 0.1 + T * c / 2
+    s_box = canvas.matrix("scores", x_s, y_s, _diverging(d["scores"], lim), r"$QK^\top$",
+                          r"$T\times T$", f"{T}×{T}")
+    canvas.arrow("scores", (boxes["q"][2], y_q), (s_box[0], y_s + 0.12), connection="arc3,rad=-0.2")
+    canvas.arrow("scores", (boxes["k"][2], y_k), (s_box[0], y_s - 0.12), connection="arc3,rad=0.2")
+    canvas.text("scores", boxes["k"][2] + 0.3, y_k + 0.1, r"$K^\top$", va="bottom")
+    # / sqrt(d_k)
+    x_sc = s_box[2] + op_gap + T * c / 2
+    sc_box = canvas.matrix("scale", x_sc, y_s, _diverging(d["scaled"], lim), r"$QK^\top/\sqrt{d_k}$",
+                           r"$T\times T$", f"{T}×{T}")
+    canvas.arrow("scale", (s_box[2], y_s), (sc_box[0], y_s), label=r"$\div\sqrt{d_k}$")
+    last, last_stage = sc_box, "scale"
+    if masked:
+        x_m = sc_box[2] + op_gap + T * c / 2
+        m_box = canvas.matrix("mask", x_m, y_s, _diverging(d["scaled"], lim), "masked",
+                              r"$T\times T$", "hatched: −∞", masked=d["mask"])
+        canvas.arrow("mask", (sc_box[2], y_s), (m_box[0], y_s), label="mask")
+        last = m_box
+    x_a = last[2] + op_gap + T * c / 2
+    a_box = canvas.matrix("softmax", x_a, y_s, _weights_rgb(d["weights"]), "weights",
+                          r"$T\times T$", "rows sum to 1")
+    canvas.arrow("softmax", (last[2], y_s), (a_box[0], y_s), label="softmax")
+    _scale_bar(canvas, "softmax", x_a, a_box[1] - 0.5, style.WEIGHTS_CMAP, 0, 1, ("0", "1"))
+    del last_stage
+    # weights @ V -> output
+    x_o = a_box[2] + op_gap + d_v * c / 2
+    o_box = canvas.matrix("output", x_o, y_s, _tint(style.VALUE_COLOR, d["out"]), "output",
+                          r"$T\times d_v$", f"{T}×{d_v}", name_color=style.VALUE_COLOR)
+    canvas.arrow("output", (a_box[2], y_s), (o_box[0], y_s), label=r"$\cdot\,V$")
+    canvas.arrow("output", (boxes["v"][2], y_v), ((a_box[2] + o_box[0]) / 2, y_s - 0.03),
+                 connection="angle,angleA=0,angleB=90,rad=6", color=style.VALUE_COLOR)
+    _scale_bar(canvas, "scores", x_s, s_box[1] - 0.5, style.SCORES_CMAP, -1, 1, ("−", "+"))
+    canvas.text(None, s_box[0] - 0.2, y_v - 0.12,
+                f"example numbers: T = {T}, $d_\\mathrm{{model}}$ = {d_model}, $d_k$ = {d_k}, $d_v$ = {d_v}; "
+                "cells shaded by value", va="top", ha="left", color="#555555")
+    top = y_q + max(d_model, T) * c / 2 + 0.35
+    bottom = y_v - max(d_model, T) * c / 2 - 0.55
+    return (-0.1, bottom, o_box[2] + 0.35, top)
+
+
+def _diverging(values, limit):
+    """SCORES_CMAP colours on [-limit, limit] (one limit for raw and scaled scores, so scaling shows)."""
+    return plt.get_cmap(style.SCORES_CMAP)((values + limit) / (2 * limit))[..., :3]
+
+
+def _weights_rgb(values):
+    return plt.get_cmap(style.WEIGHTS_CMAP)(np.clip(values, 0, 1))[..., :3]
+
+
+def _frame(ax, extent, own: bool):
+    """Show exactly the drawing, 1 data unit = 1 inch, no ticks; size a figure we made to fit."""
+    x0, y0, x1, y1 = extent
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+    fig = ax.figure
+    if own:
+        width = min(style.COLUMN_WIDTH, x1 - x0)
+        fig.set_size_inches(width, width * (y1 - y0) / (x1 - x0))
+
+
+def _emphasise(canvas, key):
+    """Fade every stage but ``key``; ring ``key``'s matrices and thicken its arrows."""
+    for stage, artists in canvas.artists.items():
+        if stage != key:
+            for a in artists:
+                a.set_alpha(_DIM)
+    for a in list(canvas.artists[key]):
+        if isinstance(a, FancyArrowPatch):
+            a.set_linewidth(2.2)
+            a.set_color(_HIGHLIGHT_EDGE)
+        elif a.get_gid() == "frame":
+            pad = 0.05
+            ring = FancyBboxPatch((a.get_x() - pad, a.get_y() - pad), a.get_width() + 2 * pad,
+                                  a.get_height() + 2 * pad, boxstyle="round,pad=0,rounding_size=0.06",
+                                  facecolor=_HIGHLIGHT_FACE, edgecolor=_HIGHLIGHT_EDGE, lw=2.2, zorder=0)
+            canvas.ax.add_patch(ring)
+            canvas.artists[key].append(ring)

@@ -1,0 +1,111 @@
+import importlib.util
+import pathlib
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noqa: E402
+
+from qkv_viz.viz import style  # noqa: E402
+from qkv_viz.viz.pipeline import STAGES, _example, plot_pipeline  # noqa: E402
+
+_PATH = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "bench_figures.py"
+_spec = importlib.util.spec_from_file_location("bench_figures", _PATH)
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+
+@pytest.fixture(autouse=True)
+def close_all():
+    yield
+    plt.close("all")
+
+
+def _texts(artists, stage):
+    return [a.get_text() for a in artists[stage] if hasattr(a, "get_text")]
+
+
+def _fig(artists):
+    return artists["input"][0].figure
+
+
+def test_every_matrix_is_labelled_with_its_shape():
+    arts = plot_pipeline(T=3, d_model=4, d_k=2, d_v=5)
+    assert "3×4" in _texts(arts, "input")
+    assert _texts(arts, "projections").count("4×2") == 2 and "4×5" in _texts(arts, "projections")
+    assert _texts(arts, "qkv").count("3×2") == 2 and "3×5" in _texts(arts, "qkv")
+    assert "3×3" in _texts(arts, "scores") and "3×3" in _texts(arts, "scale")
+    assert "rows sum to 1" in _texts(arts, "softmax") and "softmax" in _texts(arts, "softmax")
+    assert "3×5" in _texts(arts, "output")
+    # cells drawn: T x d_model for X, T x T for the weights
+    cells = lambda stage: sum(isinstance(a, Rectangle) and a.get_gid() != "frame" for a in arts[stage])  # noqa: E731
+    assert cells("input") == 3 * 4 and cells("softmax") == 3 * 3
+    assert arts["mask"] == []  # no mask step unless asked
+
+
+def test_q_k_v_wear_their_colours():
+    arts = plot_pipeline()
+    colours = {t.get_text(): matplotlib.colors.to_hex(t.get_color())
+               for t in arts["qkv"] if hasattr(t, "get_text")}
+    assert colours["$Q$"] == style.QUERY_COLOR.lower()
+    assert colours["$K$"] == style.KEY_COLOR.lower()
+    assert colours["$V$"] == style.VALUE_COLOR.lower()
+
+
+def test_the_example_numbers_are_attention():
+    d = _example(3, 4, 2, 2, masked=True)
+    np.testing.assert_allclose(d["weights"].sum(axis=1), 1.0)
+    assert np.all(d["weights"][np.triu_indices(3, 1)] == 0)  # causal: no weight on later keys
+    np.testing.assert_allclose(d["out"], d["weights"] @ d["v"])
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_highlight_rings_one_stage_and_fades_the_rest(stage):
+    arts = plot_pipeline(highlight=stage)
+    rings = [a for a in arts[stage] if isinstance(a, FancyBboxPatch)]
+    assert rings, f"{stage} has no highlight ring"
+    for other in STAGES:
+        if other != stage:
+            assert all(a.get_alpha() is not None and a.get_alpha() < 0.5 for a in arts[other])
+            assert not any(isinstance(a, FancyBboxPatch) for a in arts[other])
+    assert all(a.get_alpha() is None for a in arts[stage])
+    if stage == "mask":
+        assert any(a.get_hatch() for a in arts["mask"] if isinstance(a, Rectangle))
+
+
+def test_highlight_names_and_aliases():
+    arts = plot_pipeline(highlight="weighted_sum")
+    assert any(isinstance(a, FancyArrowPatch) and a.get_linewidth() > 2 for a in arts["output"])
+    with pytest.raises(ValueError, match="highlight"):
+        plot_pipeline(highlight="attention")
+    with pytest.raises(ValueError, match="<= 8"):
+        plot_pipeline(T=20)
+
+
+@pytest.mark.parametrize("kw", [{}, {"highlight": "mask"}, {"T": 4, "d_model": 6, "d_k": 3, "d_v": 3}])
+def test_fits_the_column_and_text_is_readable(kw):
+    fig = _fig(plot_pipeline(**kw))
+    r = bench.inspect_figure(fig)
+    assert r["width_px"] <= 880
+    assert r["smallest_pt"] >= style.MIN_FONT_PT, r["small_texts"]
+
+
+def test_no_two_labels_overlap():
+    fig = _fig(plot_pipeline(highlight="mask"))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.axes[0].texts]
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1:]:
+            assert not box_a.overlaps(box_b), f"{a!r} overlaps {b!r}"
+
+
+def test_draws_on_a_given_axes():
+    fig, ax = plt.subplots(figsize=(8, 4))
+    arts = plot_pipeline(ax=ax, highlight="scale")
+    assert all(a.axes is ax for a in arts["scale"])
+    assert tuple(fig.get_size_inches()) == (8.0, 4.0)  # a figure we did not make is not resized

@@ -270,8 +270,10 @@ def main(argv=None) -> int:
                 r["notebook"] = name
                 r["cell_index"] = code_cells[r["cell"]] if 0 <= r["cell"] < len(code_cells) else -1
                 figures.append(r)
-                for problem in _problems(r):
-                    report.append(f"{name} cell {r['cell_index']} ({r['head']!r}): {problem}")
+                problems = _problems(r)
+                if problems:
+                    report.append(f"{name} cell {r['cell_index']} (figure {r['figure']}, {r['head']!r}): "
+                                  + "; ".join(problems))
     measured = [r for r in figures if "error" not in r]
     heatmaps = sum(r["heatmaps"] for r in measured)
     unlabelled = sum(len(r["unlabelled"]) for r in measured)

@@ -1,7 +1,4 @@
 """The figure measure of benchmarks/bench_figures.py on synthetic figures: it must be able to fail."""
-import importlib.util
-import pathlib
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -12,17 +9,6 @@ import pytest  # noqa: E402
 
 from qkv_viz.viz import plots, style  # noqa: E402
 
-_PATH = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "bench_figures.py"
-_spec = importlib.util.spec_from_file_location("bench_figures", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
-
-
-@pytest.fixture(autouse=True)
-def close_all():
-    yield
-    plt.close("all")
-
 
 def _plain_heatmap(figsize=(4, 3)):
     fig, ax = plt.subplots(figsize=figsize, dpi=100)
@@ -31,20 +17,20 @@ def _plain_heatmap(figsize=(4, 3)):
     return fig, ax, im
 
 
-def test_a_heatmap_without_bar_or_numbers_is_unlabelled():
+def test_a_heatmap_without_bar_or_numbers_is_unlabelled(bench):
     fig, _, _ = _plain_heatmap()
     r = bench.inspect_figure(fig)
     assert r["heatmaps"] == 1 and r["unlabelled"] == ["no bar"]
 
 
-def test_a_colour_bar_labels_it():
+def test_a_colour_bar_labels_it(bench):
     fig, ax, im = _plain_heatmap()
     fig.colorbar(im, ax=ax)
     r = bench.inspect_figure(fig)
     assert r["heatmaps"] == 1 and r["unlabelled"] == []  # the bar's own QuadMesh is not a heatmap
 
 
-def test_numbers_in_the_cells_label_it():
+def test_numbers_in_the_cells_label_it(bench):
     fig, ax, _ = _plain_heatmap()
     for i in range(5):
         for j in range(5):
@@ -52,7 +38,7 @@ def test_numbers_in_the_cells_label_it():
     assert bench.inspect_figure(fig)["unlabelled"] == []
 
 
-def test_a_shared_bar_labels_every_panel_but_not_a_different_range():
+def test_a_shared_bar_labels_every_panel_but_not_a_different_range(bench):
     fig, axes = plt.subplots(1, 3, figsize=(8, 3), dpi=100)
     ims = [ax.imshow(np.eye(4), vmin=0, vmax=1) for ax in axes[:2]]
     axes[2].imshow(np.eye(4) * 5, vmin=-5, vmax=5, cmap="RdBu_r")
@@ -62,14 +48,14 @@ def test_a_shared_bar_labels_every_panel_but_not_a_different_range():
     assert r["heatmaps"] == 3 and r["unlabelled"] == ["scores"]
 
 
-def test_rgb_pictures_and_line_plots_are_not_heatmaps():
+def test_rgb_pictures_and_line_plots_are_not_heatmaps(bench):
     fig, (a, b) = plt.subplots(1, 2, dpi=100)
     a.imshow(np.zeros((4, 4, 3)))
     b.plot([0, 1], [1, 0])
     assert bench.inspect_figure(fig)["heatmaps"] == 0
 
 
-def test_a_6_pt_label_is_found():
+def test_a_6_pt_label_is_found(bench):
     fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
     ax.plot([0, 1], [0, 1])
     ax.set_xlabel("tiny", fontsize=6)
@@ -78,7 +64,7 @@ def test_a_6_pt_label_is_found():
     assert r["smallest_text"] == "tiny" and (6.0, "tiny") in r["small_texts"]
 
 
-def test_hidden_and_empty_texts_do_not_count():
+def test_hidden_and_empty_texts_do_not_count(bench):
     fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
     ax.plot([0, 1], [0, 1])
     ax.set_xlabel("hidden", fontsize=5).set_visible(False)
@@ -87,7 +73,7 @@ def test_hidden_and_empty_texts_do_not_count():
     assert bench.inspect_figure(fig)["smallest_pt"] == pytest.approx(9.0)
 
 
-def test_an_oversize_figure_is_scaled_down_with_its_text():
+def test_an_oversize_figure_is_scaled_down_with_its_text(bench):
     fig, ax = plt.subplots(figsize=(18, 3), dpi=100)  # ~1800 px: the browser shows it at ~half size
     ax.plot([0, 1], [0, 1])
     ax.tick_params(labelsize=10)
@@ -100,7 +86,7 @@ def test_an_oversize_figure_is_scaled_down_with_its_text():
     assert any("px wide" in p for p in bench._problems(r))
 
 
-def test_the_book_plots_pass_the_measure():
+def test_the_book_plots_pass_the_measure(bench):
     tokens = "The animal didn 't cross the street because it was too tired".split()
     w = np.random.default_rng(1).dirichlet(np.ones(12), size=(12, 12))  # (H, T, S), rows sum to 1
     figures = [plots.head_grid(w, tokens_q=tokens, tokens_k=tokens)[0].figure,

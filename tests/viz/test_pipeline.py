@@ -1,6 +1,3 @@
-import importlib.util
-import pathlib
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -12,17 +9,6 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noq
 
 from qkv_viz.viz import style  # noqa: E402
 from qkv_viz.viz.pipeline import STAGES, _example, plot_pipeline  # noqa: E402
-
-_PATH = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "bench_figures.py"
-_spec = importlib.util.spec_from_file_location("bench_figures", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
-
-
-@pytest.fixture(autouse=True)
-def close_all():
-    yield
-    plt.close("all")
 
 
 def _texts(artists, stage):
@@ -87,7 +73,7 @@ def test_highlight_names_and_aliases():
 
 
 @pytest.mark.parametrize("kw", [{}, {"highlight": "mask"}, {"T": 4, "d_model": 6, "d_k": 3, "d_v": 3}])
-def test_fits_the_column_and_text_is_readable(kw):
+def test_fits_the_column_and_text_is_readable(kw, bench):
     fig = _fig(plot_pipeline(**kw))
     r = bench.inspect_figure(fig)
     assert r["width_px"] <= 880

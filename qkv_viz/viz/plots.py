@@ -36,6 +36,16 @@ def _new_ax(ax, figsize=(4.4, 3.6)):
     return ax
 
 
+def _heatmap_figsize(T: int, S: int, tokens_q, tokens_k) -> tuple[float, float]:
+    """A new heatmap's figure: every row/column of cells >= ``style.TOKEN_PITCH_IN``, room for labels."""
+    pitch = style.TOKEN_PITCH_IN
+    label_q = (max(map(len, tokens_q)) if tokens_q is not None else 2) * 0.07
+    label_k = (max(map(len, tokens_k)) if tokens_k is not None else 2) * 0.07
+    width = min(style.COLUMN_WIDTH, max(4.4, (S * pitch + label_q + 0.5) / 0.75 + 0.1))
+    height = min(8.0, max(3.6, (T * pitch + label_k + 0.45) / 0.7 + 0.1))
+    return width, height
+
+
 def _check_tokens(name: str, tokens, n: int):
     if tokens is None:
         return None
@@ -138,7 +148,7 @@ def _colorbar(im, ax, label: str, ticks=None, cax=None):
 def _heatmap(matrix, ax, tokens_q, tokens_k, annotate, fmt, title, cmap, vmin, vmax,
              colorbar, colorbar_label, ticks, size_pt=None):
     T, S = matrix.shape
-    ax = _new_ax(ax)
+    ax = _new_ax(ax, _heatmap_figsize(T, S, tokens_q, tokens_k))
     im = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest",
                    aspect="auto")
     if colorbar:

@@ -80,6 +80,13 @@ def grad_histogram(runs: dict, ax=None, bins=None):
     return artists
 
 
+def _sparse_ticks(ax, shape, every: int = 5):
+    """Tick every ``every``-th query and key, so 16 labels never crowd a small panel."""
+    T, S = shape
+    ax.set_yticks(range(0, T, every), [str(i) for i in range(0, T, every)], fontsize=style.MIN_FONT_PT)
+    ax.set_xticks(range(0, S, every), [str(i) for i in range(0, S, every)], fontsize=style.MIN_FONT_PT)
+
+
 def _mark_targets(ax, targets):
     """A small white-edged square on the key each query should attend to."""
     rows = np.arange(len(targets))
@@ -131,10 +138,11 @@ def debug_grid(runs: dict, names=None, step: int = 0, limit: float = 5.0):
         im_w = attention_heatmap(weights, ax=b, annotate=False, colorbar=False, title="weights after softmax")
         for ax in (a, b):
             _mark_targets(ax, r.targets)
+            _sparse_ticks(ax, scores.shape)
         c.hist(scores.ravel(), bins=30, color=COLORS.get(name, "gray"))
-        c.set_xlabel("score")
+        c.set_xlabel(f"all {scores.size} scores")
         c.set_ylabel("count")
-        c.set_title(f"all {scores.size} scores: row std {score_std(scores).mean():.1f}")
-    fig.colorbar(im_s, ax=axes[:, 0], shrink=0.5, label=f"score (clipped at ±{limit:g})", location="left")
+        c.set_title(f"row std {score_std(scores).mean():.2g}")
+    fig.colorbar(im_s, ax=axes[:, 0], shrink=0.5, label=f"score (colours clipped at ±{limit:g})")
     fig.colorbar(im_w, ax=axes[:, 1], shrink=0.5, label=style.WEIGHTS_LABEL, ticks=np.linspace(0, 1, 5))
     return fig

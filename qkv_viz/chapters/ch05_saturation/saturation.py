@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from qkv_viz.core.attention import resolve_scale
-from qkv_viz.core.diagnostics import score_std, summarize
+from qkv_viz.core.diagnostics import entropy, max_weight, score_std
 from qkv_viz.core.validate import positive_int, positive_number
 
 # The chapter's runs, by name. "small init" is the control: no 1/sqrt(d_k) factor,
@@ -274,10 +274,11 @@ def _np(t: torch.Tensor) -> np.ndarray:
 
 def _record(rec: dict, out: dict, W_q, W_k, per_query: torch.Tensor):
     """Append one step's numbers; the row diagnostics come from the numpy core (one source of truth)."""
-    d = summarize(_np(out["scores"]), _np(out["weights"]))  # means over all B*T rows
+    weights = _np(out["weights"])  # (B, T, T); the three diagnostics are means over all B*T rows
     values = (out["loss"].item(), out["acc"].item(), W_q.grad.norm().item(),
               W_k.grad.norm().item(), per_query.median().item(),
-              d["entropy"], d["max_weight"], d["score_std"])
+              float(entropy(weights).mean()), float(max_weight(weights).mean()),
+              float(score_std(_np(out["scores"])).mean()))
     for key, value in zip(_RECORDED, values):
         rec[key].append(value)
 

@@ -199,10 +199,11 @@ _bench_figures.install_hook({records!r})
 del _bench_sys, _bench_figures"""
 
 
-def run_notebook(path: pathlib.Path, records: pathlib.Path) -> tuple[list, list]:
+def run_notebook(path: pathlib.Path, records: pathlib.Path, keep=None) -> tuple[list, list]:
     """Execute ``path`` in memory with the hook, every cell even after an error.
 
-    Returns (the indices of its non-empty code cells, ["cell i: error", ...]).
+    Returns (the indices of its non-empty code cells, ["cell i: error", ...]). ``keep``: a
+    directory to write the executed copy to (the hook cell removed), to look at its figures.
     """
     import nbformat
     from nbclient import NotebookClient
@@ -217,8 +218,11 @@ def run_notebook(path: pathlib.Path, records: pathlib.Path) -> tuple[list, list]
         client.execute()
     except Exception as exc:  # the kernel died or timed out: measure what was displayed before
         return code_cells, [f"kernel: {type(exc).__name__}: {str(exc)[:160]}"]
-    errors = [f"cell {i - 1}: {o.get('ename')}: {str(o.get('evalue'))[:160]}"
-              for i, c in enumerate(nb.cells) if c.cell_type == "code"
+    nb.cells.pop(0)
+    if keep:
+        nbformat.write(nb, pathlib.Path(keep) / path.name)
+    errors = [f"cell {i}: {o.get('ename')}: {str(o.get('evalue'))[:160]}"
+              for i, c in enumerate(nb.cells) if c.cell_type == "code"  # (hook cell gone: i is the index)
               for o in c.get("outputs", []) if o.get("output_type") == "error"]
     return code_cells, errors
 
@@ -254,15 +258,21 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", help="default: notebooks/*.ipynb")
     parser.add_argument("--offenders", help="also write the offender list to this file")
+    parser.add_argument("--keep", help="write the executed copies here (never over the committed notebooks)")
     args = parser.parse_args(argv)
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     paths = [pathlib.Path(p) for p in args.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if args.keep:
+        keep = pathlib.Path(args.keep).resolve()
+        if any(p.resolve().parent == keep for p in paths):
+            parser.error(f"--keep {args.keep} would overwrite the notebooks themselves")
+        keep.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     figures, errors, report = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for n, path in enumerate(paths):
             records = pathlib.Path(tmp) / f"{n}.jsonl"
-            code_cells, cell_errors = run_notebook(path.resolve(), records)
+            code_cells, cell_errors = run_notebook(path.resolve(), records, args.keep)
             name = os.path.relpath(path.resolve(), ROOT)
             errors += cell_errors
             report += [f"{name} {e} (the notebook raised; figures after it may be missing)" for e in cell_errors]

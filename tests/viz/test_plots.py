@@ -210,3 +210,14 @@ def test_a_later_tight_layout_still_works():
     plots.scores_heatmap(np.eye(3), ax=ax)
     fig.tight_layout()
     assert len(_colorbars(im.figure)) == len(_colorbars(fig)) == 1
+
+
+def test_a_new_heatmap_of_a_long_sentence_keeps_every_label():
+    tokens = ("[CLS] the quick brown fox jumps over the lazy dog while a cat sat on "
+              "the mat because it [SEP]").split()  # 20 tokens
+    w = np.full((20, 20), 1 / 20)
+    ax = plots.attention_heatmap(w, tokens_q=tokens, tokens_k=tokens).axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == tokens
+    assert [t.get_text() for t in ax.get_xticklabels()] == tokens
+    assert min(t.get_fontsize() for t in ax.get_yticklabels()) >= style.MIN_FONT_PT
+    assert ax.figure.get_size_inches()[0] <= style.COLUMN_WIDTH

@@ -1,0 +1,34 @@
+"""Hidden cells are hatched, exactly the masked ones, at the heatmap's cell positions."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from qkv_viz import causal_mask  # noqa: E402
+from qkv_viz.chapters.ch07_masks.figures import hatch_masked  # noqa: E402
+from qkv_viz.viz.plots import attention_heatmap  # noqa: E402
+
+
+def test_hatches_exactly_the_hidden_cells():
+    mask = causal_mask(5)
+    fig, ax = plt.subplots()
+    attention_heatmap(np.tril(np.ones((5, 5))) / np.arange(1, 6)[:, None], ax=ax)
+    patches = hatch_masked(ax, mask)
+    assert len(patches) == int((~mask).sum()) == 10
+    cells = {(int(p.get_y() + 0.5), int(p.get_x() + 0.5)) for p in patches}
+    assert cells == {(int(i), int(j)) for i, j in np.argwhere(~mask)}
+    assert all(p.get_hatch() and not p.get_fill() for p in patches)
+    numbers = {(int(round(t.get_position()[1])), int(round(t.get_position()[0]))) for t in ax.texts}
+    assert numbers == {(int(i), int(j)) for i, j in np.argwhere(mask)}  # numbers only where visible
+    plt.close(fig)
+
+
+def test_refuses_a_non_boolean_mask():
+    fig, ax = plt.subplots()
+    with pytest.raises(TypeError, match="boolean"):
+        hatch_masked(ax, np.ones((2, 2)))
+    with pytest.raises(ValueError, match="2-D"):
+        hatch_masked(ax, np.ones((2, 2, 2), dtype=bool))
+    plt.close(fig)

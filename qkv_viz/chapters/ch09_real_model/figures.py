@@ -23,13 +23,15 @@ def value_side_figure(norm_special, norm_other, weight_share, moved_share):
         raise ValueError(f"all four arrays must have shape (L,), got {[a.shape for a in arrays]}")
     layers, width = np.arange(L), 0.38
     fig, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.36), layout="constrained")
+    # left: two groups of tokens (neutral series colours); right: weights come from q . k (key
+    # colour), what is moved comes from the values (value colour)
     pairs = [(arrays[0], arrays[1], "[CLS] / [SEP]", "other tokens", "mean ‖v W_o‖ per head",
-              "how much a token can move the output"),
+              "how much a token can move the output", (style.SERIES[0], style.SERIES[1])),
              (arrays[2], arrays[3], "share of the weight", "share of what is moved", "on [CLS] / [SEP]",
-              "weight parked vs output delivered")]
-    for ax, (a, b, la, lb, ylabel, title) in zip(axes, pairs):
-        ax.bar(layers - width / 2, a, width, color=style.KEY_COLOR, label=la)
-        ax.bar(layers + width / 2, b, width, color=style.VALUE_COLOR, label=lb)
+              "weight parked vs output delivered", (style.KEY_COLOR, style.VALUE_COLOR))]
+    for ax, (a, b, la, lb, ylabel, title, (ca, cb)) in zip(axes, pairs):
+        ax.bar(layers - width / 2, a, width, color=ca, label=la)
+        ax.bar(layers + width / 2, b, width, color=cb, label=lb)
         ax.set_xticks(layers)
         ax.set_xlabel("layer")
         ax.set_ylabel(ylabel)

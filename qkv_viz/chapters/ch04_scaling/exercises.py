@@ -17,7 +17,7 @@ from qkv_viz.core.softmax import softmax, softmax_jacobian
 
 STUB = "No answer yet: your function still returns None. Write its body, then run the cell again."
 D_K_EX3, VAR_Q_EX3 = 48, 4.0  # exercise 3: a width and a query variance the page never prints
-S_EX4 = 4                     # exercise 4: a uniform row over this many keys
+ROW_EX4 = (0.5, 0.25, 0.25)   # exercise 4: an uneven row (the even-split formula does not apply)
 
 
 def _run_code(fn, reference, cases, name, diagnose) -> Feedback:
@@ -109,10 +109,9 @@ def check_new_width_std(answer) -> Feedback:
                             "d_k such terms add up; the std is the square root of the variance.")
 
 
-def check_uniform_grad_norm(answer) -> Feedback:
-    """Exercise 4: Frobenius norm of the softmax Jacobian for a uniform row over S = 4 keys."""
-    expected = float(softmax_grad_norm(np.full(S_EX4, 1.0 / S_EX4)))
+def check_row_grad_norm(answer) -> Feedback:
+    """Exercise 4: Frobenius norm of the softmax Jacobian for the row p = [1/2, 1/4, 1/4]."""
+    expected = float(softmax_grad_norm(np.array(ROW_EX4)))
     return check_close(answer, expected, rtol=1e-2, atol=0.0,
-                       hint="the Jacobian is diag(p) - p p^T; with every p_i = 1/S the diagonal "
-                            "entries are p(1 - p) and the others -p^2; square all S*S entries, add, "
-                            "take the square root (or use the even-split formula of this chapter).")
+                       hint="build J = diag(p) - p p^T: the diagonal entries are p_i (1 - p_i), the others "
+                            "-p_i p_j; square all 9 entries, add them up, take the square root.")

@@ -21,5 +21,8 @@ def softmax_jacobian(p):
 # 3. Var(q . k) = d_k Var(q_i) Var(k_i) = 48 * 4 * 1 = 192, so the std is sqrt(192) ~ 13.86.
 NEW_WIDTH_STD = float(np.sqrt(48 * 4.0 * 1.0))
 
-# 4. Uniform over m = 4 keys: ||diag(p) - p p^T||_F = sqrt(m - 1) / m = sqrt(3) / 4 ~ 0.433.
-UNIFORM_GRAD_NORM_S4 = float(np.sqrt(3) / 4)
+# 4. p = [1/2, 1/4, 1/4]: J = [[ 1/4,   -1/8,   -1/8 ],
+#                             [-1/8,    3/16,  -1/16],
+#                             [-1/8,   -1/16,   3/16]]
+#    sum of squares = 1/16 + 4/64 + 2 * 9/256 + 2/256 = 52/256, so ||J||_F = sqrt(52) / 16 ~ 0.451.
+ROW_GRAD_NORM = float(np.sqrt(52) / 16)

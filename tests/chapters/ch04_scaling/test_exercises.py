@@ -14,7 +14,7 @@ def _stub(*args):
 
 
 SOLVED = {ch04.check_scaled_scores: sol.scaled_scores, ch04.check_softmax_jacobian: sol.softmax_jacobian,
-          ch04.check_new_width_std: sol.NEW_WIDTH_STD, ch04.check_uniform_grad_norm: sol.UNIFORM_GRAD_NORM_S4}
+          ch04.check_new_width_std: sol.NEW_WIDTH_STD, ch04.check_row_grad_norm: sol.ROW_GRAD_NORM}
 
 
 @pytest.mark.parametrize("check", list(SOLVED))
@@ -93,7 +93,7 @@ def test_new_width_std_matches_a_measurement():
 
 
 @pytest.mark.parametrize("check, right", [(ch04.check_new_width_std, sol.NEW_WIDTH_STD),
-                                          (ch04.check_uniform_grad_norm, sol.UNIFORM_GRAD_NORM_S4)])
+                                          (ch04.check_row_grad_norm, sol.ROW_GRAD_NORM)])
 def test_wrong_numbers_get_hint_without_answer(check, right):
     for wrong in (right * 1.5, right / 2, right ** 2, [right, right], "big"):
         fb = check(wrong)
@@ -103,7 +103,8 @@ def test_wrong_numbers_get_hint_without_answer(check, right):
             assert format(right, fmt) not in fb.message
 
 
-def test_uniform_grad_norm_is_the_frobenius_norm():
-    p = np.full(ch04.S_EX4, 1 / ch04.S_EX4)
-    assert np.linalg.norm(softmax_jacobian(p)) == pytest.approx(sol.UNIFORM_GRAD_NORM_S4)
+def test_row_grad_norm_is_the_frobenius_norm():
+    p = np.array(ch04.ROW_EX4)
+    assert np.linalg.norm(softmax_jacobian(p)) == pytest.approx(sol.ROW_GRAD_NORM)
+    assert not ch04.check_row_grad_norm(np.sqrt(2) / 3)  # the even split over m = 3 is not this row
     assert score_variance([4], n_samples=10, seed=0)["d_k"][0] == 4  # the module the page uses loads

@@ -1,15 +1,16 @@
-"""One update of chapter 1's library widget.
+"""Chapter 1's library figure: what Python still does for it.
 
-Prints one line per case:
+Prints:
 
-    BENCH library_widget plot=0 median_ms=... p95_ms=...
-    BENCH library_widget plot=1 median_ms=... p95_ms=...
+    BENCH library_widget what=build median_ms=... p95_ms=...
+    BENCH library_widget what=display median_ms=... p95_ms=...
 
-Timed (wall clock) from setting a control's value until its callback returns:
-weights and table recomputed and, with plot=1, the reused two-panel figure
-redrawn and rendered to the PNG bytes of its Image widget.
-No browser here, so sending and painting are not included. The machine is
-shared, so the numbers are noisy: compare within one run.
+Temperature and query steps are computed and drawn in the browser
+(``qkv_viz/viz/js/library.js``): no Python runs for them (``bench_browser.py`` times
+a browser step for the scaling explorer, the same renderer). What Python does is
+``build``: the figure object with the books as binary buffers, and ``display``: its mime
+bundle (matplotlib's static PNG of the initial state and the self-contained HTML),
+once per display. Wall clock; the machine is shared, so compare within one run.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import numpy as np  # noqa: E402
 
 from qkv_viz.chapters.ch01_library.widget import library_widget  # noqa: E402
 
-STEPS = 30
+STEPS = {"build": 30, "display": 5}
 
 
 def _stats(times_s) -> str:
@@ -34,21 +35,22 @@ def _stats(times_s) -> str:
     return f"median_ms={np.median(ms):.1f} p95_ms={np.percentile(ms, 95):.1f}"
 
 
-def _time_steps(control, values) -> list:
+def _timed(fn, steps: int) -> list:
     times = []
-    for v in values:
+    for _ in range(steps):
         start = time.perf_counter()
-        control.value = v
+        fn()
         times.append(time.perf_counter() - start)
     return times
 
 
-def bench_library(plot: bool) -> None:
-    w = library_widget(show_plot=plot)
-    times = _time_steps(w.temperature, np.geomspace(0.01, 100, STEPS))
-    print(f"BENCH library_widget plot={int(plot)} {_stats(times)}", flush=True)
+def bench_library() -> None:
+    build = _timed(lambda: library_widget().close(), STEPS["build"])
+    print(f"BENCH library_widget what=build {_stats(build)}", flush=True)
+    w = library_widget()
+    display = _timed(w._repr_mimebundle_, STEPS["display"])
+    print(f"BENCH library_widget what=display {_stats(display)}", flush=True)
 
 
 if __name__ == "__main__":
-    bench_library(plot=False)
-    bench_library(plot=True)
+    bench_library()

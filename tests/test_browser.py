@@ -1,29 +1,46 @@
-"""The book in a real browser: every chapter run in JupyterLab + Chromium, and the
-scaling explorer driven with the keyboard and the mouse, as a reader would.
+"""The book in a real browser, as a reader uses it.
+
+* Every chapter run in JupyterLab (and the chapters with interactive figures in
+  Jupyter Notebook 7) + Chromium: no error output, no console or page error, no
+  request leaving 127.0.0.1, no broken widget; a picture of every chapter is kept in
+  artifacts/browser/ (``lab_<chapter>.png``, ``notebook7_<chapter>.png``).
+* The scaling explorer in both front ends: arrow keys on the d_k slider, a click on
+  the scaling box and on a heatmap row; pixels and readouts follow; one-hot at
+  d_k = 1024 without scaling; the browser's weights equal the math core's.
+* A committed chapter reopened without running it shows working figures (saved
+  widget state), never "model not found".
+* The self-contained text/html of a figure, alone in a plain page (no Jupyter): its
+  controls respond, with numbers equal to the core's to 1e-6 over a grid of d_k,
+  scaling, temperature and n up to 1024.
 
 Needs Debian's ``chromium`` (/usr/bin/chromium, or set QKV_CHROMIUM) and the
 Playwright Python package; skipped without them, unless QKV_REQUIRE_BROWSER=1
-(CI), which turns the skip into a failure. Screenshots go to artifacts/browser/.
+(CI), which turns the skip into a failure.
 """
 from __future__ import annotations
 
+import base64
 import io
 import os
 import pathlib
+import re
 
 import numpy as np
 import pytest
 
-from browser_harness import REPO, chromium_path, lab_browser, lab_server
+from browser_harness import REPO, chromium_path, lab_browser, lab_server, static_page
 
 pytestmark = pytest.mark.browser
 
 NOTEBOOKS = pathlib.Path(os.environ.get("QKV_BROWSER_NOTEBOOKS", REPO / "notebooks"))
 SCALING = "04_scaling_and_saturation.ipynb"
 ARTIFACTS = REPO / "artifacts" / "browser"
-CHAPTERS = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb") if p.name != SCALING)
+ALL_CHAPTERS = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+CHAPTERS = [c for c in ALL_CHAPTERS if c != SCALING]
+FIGURE_CHAPTERS = [c for c in CHAPTERS if c[:2] in ("01", "03", "09")]  # interactive figures
 HEATMAP, SLIDER, TOGGLE, READOUTS = ".qkv-heatmap", ".qkv-dk-slider", ".qkv-scale-toggle", ".qkv-readouts"
-HEATMAP_CMAP = "viridis"  # the explorer's colormap for weights, range 0..1
+HEATMAP_CMAP = "viridis"  # style.WEIGHTS_CMAP, range 0..1
+D_KS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 def _skip_or_fail(reason: str):
@@ -32,9 +49,7 @@ def _skip_or_fail(reason: str):
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def book():
-    """One JupyterLab (on a temporary copy of notebooks/) and one Chromium page."""
+def _need_browser():
     if chromium_path() is None:
         _skip_or_fail("browser test skipped: no Chromium (looked for /usr/bin/chromium or $QKV_CHROMIUM; "
                       "apt-get install chromium)")
@@ -42,34 +57,78 @@ def book():
         import playwright.sync_api  # noqa: F401
     except ImportError:
         _skip_or_fail("browser test skipped: the playwright Python package is not installed")
-    with lab_server(NOTEBOOKS) as lab, lab_browser(lab) as page_book:
+
+
+@pytest.fixture(scope="module")
+def lab():
+    """One Jupyter server (JupyterLab and Notebook 7) on a temporary copy of notebooks/."""
+    _need_browser()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with lab_server(NOTEBOOKS) as server:
+        yield server
+
+
+@pytest.fixture(scope="module", params=["lab", "notebook7"])
+def book(request, lab):
+    with lab_browser(lab, frontend=request.param) as page_book:
         yield page_book
 
 
 def _run_clean(book, name: str) -> None:
-    """Open ``name``, run all cells, fail on any problem the page shows."""
+    """Open ``name``, run all cells, fail on any problem the page shows; keep a picture."""
     book.clear()
     book.open(name)
     book.run_all()
     problems = book.problems()
-    assert not problems, f"{name} in JupyterLab:\n" + "\n".join(problems)
+    book.screenshot_notebook(ARTIFACTS / f"{book.frontend}_{pathlib.Path(name).stem}.png")
+    assert not problems, f"{name} in {book.frontend}:\n" + "\n".join(problems)
 
 
-def test_jupyterlab_starts_clean(book):
-    """Lab itself (its extensions: widgets, ipympl) loads without errors or outside requests."""
+def test_front_end_starts_clean(book):
+    """The application itself (its extensions: widgets, anywidget) loads without errors
+    or outside requests."""
     problems = book.page_problems()
-    assert not problems, "JupyterLab start-up:\n" + "\n".join(problems)
+    assert not problems, f"{book.frontend} start-up:\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_chapter_runs_clean_in_jupyterlab(book, name):
+def test_chapter_runs_clean(book, name):
+    if book.frontend == "notebook7" and name not in FIGURE_CHAPTERS:
+        pytest.skip("Notebook 7 runs the chapters with interactive figures (Lab runs them all)")
     try:
         _run_clean(book, name)
     finally:
         book.close()
 
 
-# --- the scaling explorer ---------------------------------------------------------
+# --- reading numbers and pixels out of a figure ------------------------------------
+READ_JS = """(node) => {
+  const q = node.closest('.qkv-figure').parentElement.qkv;
+  const b = new Uint8Array(q.weights.buffer, q.weights.byteOffset, q.weights.byteLength);
+  let s = '';
+  for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode.apply(null, b.subarray(i, i + 0x8000));
+  return {weights: btoa(s), settings: q.settings, metrics: q.metrics || null};
+}"""
+SET_RANGE_JS = """(node, v) => { node.value = String(v); node.dispatchEvent(new Event('input', {bubbles: true})); }"""
+
+
+def browser_numbers(figure) -> dict:
+    """The weights, settings and readouts the browser computed for ``figure`` (a locator)."""
+    out = figure.evaluate(READ_JS)
+    out["weights"] = np.frombuffer(base64.b64decode(out["weights"]), "<f8")
+    return out
+
+
+def assert_equals_core(out: dict, seed: int) -> None:
+    """The browser's weights and readouts equal the math core's for its settings."""
+    from qkv_viz.chapters.ch04_scaling.explorer import head_attention
+    s = out["settings"]
+    _, weights, metrics = head_attention(seed, 1, s["n"], s["dk"], s["scale"], s["temperature"])
+    np.testing.assert_allclose(out["weights"].reshape(weights.shape), weights, rtol=0, atol=1e-6,
+                               err_msg=str(s))
+    for key, value in metrics.items():
+        assert out["metrics"][key] == pytest.approx(value, rel=1e-6, abs=1e-9), (key, s)
+
 
 def _weight_pixels(png: bytes) -> np.ndarray:
     """Colormap value (0..1) of every pixel of a screenshot, NaN where the colour is
@@ -98,7 +157,7 @@ def _widest_run(mask: np.ndarray) -> slice:
 
 def heatmap_region(png: bytes) -> np.ndarray:
     """Colormap values inside the heatmap image (the widest block of colormap pixels:
-    a colorbar beside it is narrower, lines and text are sparse)."""
+    the colour bar beside it is narrower, lines and text are sparse)."""
     values = _weight_pixels(png)
     on_map = ~np.isnan(values)
     cols = _widest_run(on_map.sum(0) >= 0.5 * on_map.sum(0).max())
@@ -109,29 +168,12 @@ def heatmap_region(png: bytes) -> np.ndarray:
 
 
 def one_hot_share(region: np.ndarray) -> float:
-    """Share of heatmap pixels that are neither ~0 nor ~1 (0 for a one-hot map)."""
+    """Share of heatmap pixels (or weights) that are neither ~0 nor ~1 (0 for one-hot)."""
     seen = region[~np.isnan(region)]
     return float(np.mean((seen > 0.1) & (seen < 0.9)))
 
 
-def expected_share(box, scale: bool) -> float:
-    """``one_hot_share`` of the weights the math core gives for the explorer's settings
-    as shown in the page (every cell is drawn with the same number of pixels)."""
-    from qkv_viz.chapters.ch04_scaling.explorer import head_attention
-    field = lambda cls: box.locator(f".{cls} input").input_value()  # noqa: E731
-    d_k = int(box.locator(f"{SLIDER} .widget-readout").inner_text())
-    _, weights, _ = head_attention(int(field("qkv-seed")), 1, int(field("qkv-n")), d_k, scale,
-                                   float(field("qkv-temperature")))
-    return one_hot_share(weights)
-
-
-def _click_toggle(toggle) -> bool:
-    """Flip the scaling ToggleButton with the mouse; return the new state (True = scaled)."""
-    was_on = "mod-active" in (toggle.get_attribute("class") or "")
-    toggle.click()
-    return not was_on
-
-
+# --- the scaling explorer in JupyterLab and Notebook 7 -------------------------------
 def _changed(book, readouts, what: str, act) -> None:
     """Do ``act()``; fail unless the heatmap's pixels and the readouts both change."""
     pixels, text = book.pixels(HEATMAP), readouts.inner_text()
@@ -139,50 +181,182 @@ def _changed(book, readouts, what: str, act) -> None:
     for _ in range(100):
         if book.pixels(HEATMAP) != pixels and readouts.inner_text() != text:
             return
-        book.page.wait_for_timeout(100)
+        book.page.wait_for_timeout(50)
     pytest.fail(f"{what}: heatmap pixels changed: {book.pixels(HEATMAP) != pixels}, "
                 f"readouts changed: {readouts.inner_text() != text}")
 
 
-def _explorer(book):
-    """Locators of the (first) scaling explorer in the open notebook."""
-    page = book.page
-    box = page.locator(".jp-OutputArea-output").filter(has=page.locator(HEATMAP)).first
-    box.scroll_into_view_if_needed()
-    return (box, box.locator(f"{SLIDER} .noUi-handle"), box.locator(TOGGLE),
-            box.locator(READOUTS), box.locator(HEATMAP))
-
-
-def test_scaling_explorer_in_jupyterlab(book):
-    """Keyboard on the d_k slider, mouse on the scaling toggle: pixels and readouts move;
-    at the largest d_k without scaling the map is one-hot, with scaling it is not."""
+def test_scaling_explorer(book):
+    """Keys on the d_k slider, clicks on the scaling box and a heatmap row: pixels and
+    readouts move; one-hot at d_k = 1024 unscaled, not when scaled; numbers = core."""
     if not (NOTEBOOKS / SCALING).exists():
         _skip_or_fail(f"notebooks/{SCALING} not written yet")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    key = book.page.keyboard
+    key, fe = book.page.keyboard, book.frontend
     try:
         _run_clean(book, SCALING)
-        box, handle, toggle, readouts, heatmap = _explorer(book)
-        box.screenshot(path=ARTIFACTS / "explorer_before.png")
-        handle.focus()
+        fig = book.page.locator(".qkv-explorer").first
+        fig.scroll_into_view_if_needed()
+        slider, toggle, readouts = fig.locator(SLIDER), fig.locator(TOGGLE), fig.locator(READOUTS)
+        heatmap, seed = fig.locator(HEATMAP), int(fig.locator(".qkv-seed").input_value())
+        fig.screenshot(path=ARTIFACTS / f"{fe}_explorer_before.png")
+        slider.focus()
+        dk0 = int(fig.locator(".qkv-dk-value").inner_text())
         _changed(book, readouts, "d_k slider, ArrowRight key", lambda: key.press("ArrowRight"))
-        box.screenshot(path=ARTIFACTS / "explorer_after_slider.png")
-        state = {}
-        _changed(book, readouts, "scaling toggle, mouse click",
-                 lambda: state.update(on=_click_toggle(toggle)))
-        handle.focus()
+        assert int(fig.locator(".qkv-dk-value").inner_text()) == 2 * dk0
+        assert slider.evaluate("(n) => document.activeElement === n"), "the slider lost the focus"
+        outline = slider.evaluate("(n) => getComputedStyle(n).outlineStyle")
+        assert outline != "none", "no visible focus on the slider"
+        assert_equals_core(browser_numbers(fig), seed)
+        _changed(book, readouts, "scaling box, mouse click", lambda: toggle.click())
+        slider.focus()
         _changed(book, readouts, "d_k slider, End key", lambda: key.press("End"))
-        share = {state["on"]: one_hot_share(heatmap_region(heatmap.screenshot()))}
-        box.screenshot(path=ARTIFACTS / f"explorer_largest_dk_scaled_{state['on']}.png")
-        _changed(book, readouts, "scaling toggle at the largest d_k",
-                 lambda: state.update(on=_click_toggle(toggle)))
-        share[state["on"]] = one_hot_share(heatmap_region(heatmap.screenshot()))
-        box.screenshot(path=ARTIFACTS / f"explorer_largest_dk_scaled_{state['on']}.png")
-        assert share[False] < 0.05, f"unscaled map at the largest d_k is not one-hot: {share}"
-        assert share[True] > 0.05, f"scaled map at the largest d_k looks one-hot too: {share}"
-        for on in (False, True):  # the pixels show the math core's weights
-            assert share[on] == pytest.approx(expected_share(box, on), abs=0.04), (on, share)
+        shares = {}
+        for _ in range(2):
+            out = browser_numbers(fig)
+            assert out["settings"]["dk"] == 1024
+            assert_equals_core(out, seed)
+            on = out["settings"]["scale"]
+            shares[on] = one_hot_share(heatmap_region(heatmap.screenshot()))
+            assert shares[on] == pytest.approx(one_hot_share(out["weights"]), abs=0.04), (on, shares)
+            fig.screenshot(path=ARTIFACTS / f"{fe}_explorer_dk1024_scaled_{on}.png")
+            if len(shares) < 2:
+                _changed(book, readouts, "scaling box at d_k = 1024", lambda: toggle.click())
+        assert shares[False] < 0.05, f"unscaled map at d_k = 1024 is not one-hot: {shares}"
+        assert shares[True] > 0.05, f"scaled map at d_k = 1024 looks one-hot too: {shares}"
+        box = heatmap.bounding_box()  # click the 6th row of the 320 px heatmap (x 56.., y 30..)
+        n = browser_numbers(fig)["settings"]["n"]
+        _changed(book, readouts, "click on a heatmap row",
+                 lambda: heatmap.click(position={"x": 56 + 160, "y": 30 + (5.5 * 320 / n)}))
+        assert browser_numbers(fig)["settings"]["query"] == 5 and box is not None
+        assert "query 5" in readouts.inner_text()
+        fig.locator(".qkv-temperature").fill("-1")
+        assert "temperature must be >" in fig.locator(".qkv-message").inner_text()
+        fig.locator(".qkv-temperature").fill("<b>x</b>")
+        assert "<b>x</b>" in fig.locator(".qkv-message").inner_text()  # shown as text, not HTML
+        fig.locator(".qkv-temperature").fill("0.5")
+        assert fig.locator(".qkv-message").inner_text().strip() == ""
+        assert_equals_core(browser_numbers(fig), seed)
+        fig.screenshot(path=ARTIFACTS / f"{fe}_explorer_after.png")
         problems = book.problems()
         assert not problems, "while using the explorer:\n" + "\n".join(problems)
     finally:
         book.close()
+
+
+def test_explorer_new_seed_goes_through_python(book):
+    """seed and n are Python's: typing one brings new vectors, and the numbers follow."""
+    try:
+        book.clear()
+        book.open(SCALING)
+        book.run_all()
+        fig = book.page.locator(".qkv-explorer").first
+        fig.scroll_into_view_if_needed()
+        for box, value in ((".qkv-seed", "7"), (".qkv-n", "40")):
+            fig.locator(box).fill(value)
+            fig.locator(box).dispatch_event("change")
+        book.page.wait_for_function(
+            "(n) => { const q = n.closest('.qkv-figure').parentElement.qkv; return q && q.settings.n === 40; }",
+            arg=fig.element_handle())
+        out = browser_numbers(fig)
+        assert out["settings"]["seed"] == 7
+        assert_equals_core(out, 7)
+        fig.locator(".qkv-n").fill("5000")
+        fig.locator(".qkv-n").dispatch_event("change")
+        assert "must be <= 1024" in fig.locator(".qkv-message").inner_text()
+        assert browser_numbers(fig)["settings"]["n"] == 40  # last good picture kept
+    finally:
+        book.close()
+
+
+# --- reopening a committed chapter without running it -------------------------------
+REOPEN_JS = """() => [...window.__qkv.widget.node.querySelectorAll('.jp-OutputArea-output')]
+    .map((n) => n.textContent.trim()).filter((t) => t.includes('Error displaying widget')
+      || t.includes('model not found')).map((t) => t.slice(0, 200))"""
+
+
+@pytest.mark.parametrize("name", [SCALING] + FIGURE_CHAPTERS)
+def test_reopened_chapter_shows_figures_not_errors(book, name):
+    """Opened, not run: no "Error displaying widget" / "model not found". An untrusted
+    notebook (any notebook not run in this browser) shows each figure's picture (the
+    text/html's PNG; the front end does not run its script); a live figure, where the
+    front end rebuilds it from the saved widget state, still redraws without Python."""
+    try:
+        book.clear()
+        book.open(name)
+        book.page.wait_for_timeout(3000)
+        errors = book.page.evaluate(REOPEN_JS)
+        assert not errors, f"{name} reopened in {book.frontend}: {errors}"
+        live, pictures = book.page.locator(".qkv-figure"), book.page.locator(".qkv-static img")
+        shown = pictures.evaluate_all("(imgs) => imgs.filter((i) => i.complete && i.naturalWidth > 100).length")
+        assert live.count() + shown >= 1, f"{name}: neither a live figure nor its picture"
+        book.screenshot_notebook(ARTIFACTS / f"{book.frontend}_reopened_{pathlib.Path(name).stem}.png")
+        if name == SCALING and book.page.locator(SLIDER).count():
+            slider = book.page.locator(SLIDER).first
+            slider.scroll_into_view_if_needed()
+            before = book.pixels(HEATMAP)
+            slider.evaluate(SET_RANGE_JS, 10)
+            book.page.wait_for_timeout(300)
+            assert book.pixels(HEATMAP) != before, "the reopened explorer does not redraw"
+        assert not book.page_problems(), book.page_problems()
+    finally:
+        book.close()
+
+
+# --- the figures' self-contained HTML, alone in a plain page -------------------------
+def _fragment_page(*figures) -> str:
+    from qkv_viz.viz.canvas import static_html
+    body = "\n".join(static_html(f) for f in figures)
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>qkv</title></head><body>{body}</body></html>"
+
+
+def test_static_fragment_works_alone_with_numbers_equal_to_the_core():
+    """The text/html of the explorer (n = 16) and of the library, in a plain page served
+    by http.server: sliders respond, numbers equal the core's over d_k x scaling x temperature."""
+    _need_browser()
+    from qkv_viz.chapters.ch01_library.library import DEMO_QUERY, demo_library, soft_lookup
+    from qkv_viz.chapters.ch01_library.widget import library_widget
+    from qkv_viz.chapters.ch04_scaling.widget import scaling_explorer
+    with static_page(_fragment_page(scaling_explorer(n=16, seed=3), library_widget())) as (page, problems):
+        fig = page.locator(".qkv-explorer")
+        fig.wait_for()
+        assert fig.locator(".qkv-seed").is_disabled(), "a control that needs Python must be disabled"
+        for temperature in ("1", "0.3", "4"):
+            fig.locator(".qkv-temperature").fill(temperature)
+            for scale in (True, False):
+                if fig.locator(TOGGLE).is_checked() != scale:
+                    fig.locator(TOGGLE).click()
+                for t in range(len(D_KS)):
+                    fig.locator(SLIDER).evaluate(SET_RANGE_JS, t)
+                    out = browser_numbers(fig)
+                    assert (out["settings"]["dk"], out["settings"]["scale"]) == (D_KS[t], scale)
+                    assert_equals_core(out, 3)
+        page.screenshot(path=str(ARTIFACTS / "static_fragment.png"), full_page=True)
+        lib = page.locator(".qkv-library")
+        lib.locator(".qkv-temperature").evaluate(SET_RANGE_JS, -1)  # 10^-1
+        got = lib.evaluate("(n) => Array.from(n.parentElement.qkv.weights)")
+        np.testing.assert_allclose(got, soft_lookup(DEMO_QUERY, demo_library(), 0.1)[1], rtol=0, atol=1e-12)
+        assert not problems, problems
+
+
+@pytest.mark.slow
+def test_browser_numbers_equal_the_core_at_n_1024():
+    """n = 1024 (the browser computes q . k for every d_k itself): weights and readouts
+    equal the core's at the extremes of d_k, both scalings, two temperatures."""
+    _need_browser()
+    from qkv_viz.chapters.ch04_scaling.widget import scaling_explorer
+    with static_page(_fragment_page(scaling_explorer(n=1024, d_k=1, seed=1))) as (page, problems):
+        fig = page.locator(".qkv-explorer")
+        page.wait_for_function("() => { const e = document.querySelector('.qkv-static');"
+                               " return e && e.qkv && e.qkv.settings.n === 1024; }", timeout=120_000)
+        for temperature in ("1", "0.3"):
+            fig.locator(".qkv-temperature").fill(temperature)
+            for scale in (True, False):
+                if fig.locator(TOGGLE).is_checked() != scale:
+                    fig.locator(TOGGLE).click()
+                for t in (0, 6, 10):
+                    fig.locator(SLIDER).evaluate(SET_RANGE_JS, t)
+                    assert_equals_core(browser_numbers(fig), 1)
+        out = browser_numbers(fig)  # d_k = 1024, not scaled, temperature 0.3: (nearly) one-hot rows
+        assert out["metrics"]["max_weight"] > 0.95
+        assert re.search(r"1 in ~3 rows/cols", fig.locator(READOUTS).inner_text())
+        assert not problems, problems

@@ -5,7 +5,8 @@ label, width ``d_k``) and a value vector (its content, width ``d_v``). A reader
 brings a query (width ``d_k``). The score of a book is ``query . key``;
 
 * a dictionary lookup needs the exact label and returns one book or fails;
-* a hard (nearest-key) lookup returns the value of the best-scoring book;
+* a hard lookup returns the value of the best-scoring book (not the nearest key:
+  a dot product rewards a long key as well as a well-aimed one);
 * soft attention returns ``softmax(scores / temperature) @ values``, a blend.
 
 The temperature slides soft attention between the two ends: very hot gives

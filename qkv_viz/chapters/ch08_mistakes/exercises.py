@@ -53,9 +53,24 @@ RETURNS_NONE = ("No answer yet: your function returns None. Replace `return None
 def _returns_none(fn, case) -> bool:
     """True when ``fn`` is the untouched stub (it returns None); errors are left to the checker."""
     try:
-        return fn(*case) is None
+        with np.errstate(all="ignore"):
+            return fn(*case) is None
     except Exception:  # the reader's code: the checker reports the error precisely
         return False
+
+
+BROADCAST_HINT = (" Hint: reduce with keepdims=True, e.g. s.max(axis=-1, keepdims=True) has shape (T, 1), "
+                  "which broadcasts against (T, S); without it the shape is (T,).")
+
+
+def _run_checker(fn, reference, cases, name, diagnose, praise) -> Feedback:
+    """check_function with numpy's overflow warnings silenced (the feedback names the overflow)
+    and a keepdims hint added to a broadcasting error."""
+    with np.errstate(all="ignore"):
+        fb = check_function(fn, reference, cases, name=name, diagnose=diagnose, praise=praise)
+    if not fb and "could not be broadcast" in fb.message:
+        return Feedback(False, fb.message.rstrip() + BROADCAST_HINT)
+    return fb
 
 
 def softmax_cases(seed=None) -> list:
@@ -90,9 +105,8 @@ def check_stable_softmax(fn, seed=None) -> Feedback:
     cases = softmax_cases(seed)
     if fn is None or (callable(fn) and _returns_none(fn, cases[0])):
         return no_answer() if fn is None else Feedback(False, RETURNS_NONE, pending=True)
-    return check_function(fn, lambda s: softmax(s, axis=-1), cases, name="your softmax",
-                          diagnose=_diagnose_softmax,
-                          praise="Finite and right for small logits, a batch of rows, and logits near ±1000.")
+    return _run_checker(fn, lambda s: softmax(s, axis=-1), cases, "your softmax", _diagnose_softmax,
+                        "Finite and right for small logits, a batch of rows, and logits near ±1000.")
 
 
 # ---------------------------------------------------------------- 4. find the bug
@@ -135,6 +149,5 @@ def check_attention_fixed(fn, seed=None) -> Feedback:
     cases = attention_cases(seed)
     if fn is None or (callable(fn) and _returns_none(fn, cases[0])):
         return no_answer() if fn is None else Feedback(False, RETURNS_NONE, pending=True)
-    return check_function(fn, _reference_attention, cases, name="your attention",
-                          diagnose=_diagnose_attention,
-                          praise="Each query's weights now sum to 1, and the output matches the package.")
+    return _run_checker(fn, _reference_attention, cases, "your attention", _diagnose_attention,
+                        "Each query's weights now sum to 1, and the output matches the package.")

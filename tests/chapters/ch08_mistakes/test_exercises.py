@@ -96,3 +96,13 @@ def test_notebook_shows_the_same_buggy_function_the_checker_uses():
     body = inspect.getsource(ch08.attention_buggy).splitlines()
     for line in [body[0]] + body[2:]:  # skip the docstring line
         assert line in text, line
+
+
+def test_missing_keepdims_gets_a_hint_and_no_warning(recwarn):
+    def no_keepdims(s):
+        e = np.exp(s - s.max(axis=-1))
+        return e / e.sum(axis=-1)
+    fb = ch08.check_stable_softmax(no_keepdims, seed=0)
+    assert not fb and "could not be broadcast" in fb.message and "keepdims=True" in fb.message
+    ch08.check_stable_softmax(lambda s: np.exp(s) / np.exp(s).sum(axis=-1, keepdims=True), seed=0)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

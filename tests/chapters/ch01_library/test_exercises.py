@@ -17,6 +17,7 @@ CHECKS = [  # (checker, solution)
     (ch01.check_new_query_weights, solutions.NEW_QUERY_WEIGHTS),
     (ch01.check_robot_chefs_weight, solutions.ROBOT_CHEFS_WEIGHT),
     (ch01.check_doubled_query_temperature, solutions.DOUBLED_QUERY_TEMPERATURE),
+    (ch01.check_determiner_key, solutions.DETERMINER_KEY),
 ]
 
 
@@ -99,3 +100,18 @@ def test_hints_do_not_give_the_answer():
 def test_exercises_ask_for_cases_the_page_does_not_print():
     assert not np.allclose(ch01.NEW_QUERY, DEMO_QUERY)
     assert ch01.NEW_TEMPERATURE not in (0.1, 0.3, 1, 3, 10, 1e6)  # the notebook's table
+
+
+def test_determiner_key_needs_cat_to_read_the_strictly_most():
+    tokens = ch01.toy_sentence()[0]
+    cat, the = tokens.index("cat"), tokens.index("the")
+    w = ch01.toy_weights_with_determiner_key(solutions.DETERMINER_KEY)
+    assert w[cat].argmax() == the and np.allclose(w.sum(axis=1), 1)
+    # the page's own key (0, 0), a tie with "sat" (0, 2), and a noun-ish key all fail, naming the rival
+    for wrong in ([0.0, 0.0], [0.0, 2.0], [5.0, 0.0]):
+        fb = ch01.check_determiner_key(wrong)
+        assert not fb and not fb.pending and '"sat"' in fb.message, fb.message
+    for malformed in ([1.0, 2.0, 3.0], "two", [np.nan, 3.0]):
+        fb = ch01.check_determiner_key(malformed)
+        assert not fb and not fb.pending
+    assert "3" not in ch01.check_determiner_key([0.0, 0.0]).message.split("Hint")[1]

@@ -1,0 +1,115 @@
+// qkv-viz in-browser renderer, part 2: chapter 7's mask explorer.
+//
+// From Python (once): the scaled scores (T x S) and the token labels. Here, for each
+// change: the mask = (causal ? key j <= query i : true) AND (key j < real keys) AND the
+// cells the reader clicked on; the weights = masked softmax of the scores (the formula of
+// qkv_viz.core.attention.masked_softmax: shift by the largest ALLOWED score, exp, divide;
+// a row with no allowed key gets all zeros, never NaN). Hidden cells are hatched.
+
+// weights[i, j] = mask[i, j] exp(s[i, j] - m_i) / sum_j' mask[i, j'] exp(s[i, j'] - m_i)
+function maskedSoftmaxRows(scores, mask, rows, cols) {
+  const w = new Float64Array(rows * cols);
+  for (let i = 0; i < rows; i++) {
+    const o = i * cols;
+    let m = -Infinity;
+    for (let j = 0; j < cols; j++) if (mask[o + j] && scores[o + j] > m) m = scores[o + j];
+    if (m === -Infinity) continue;                       // fully masked row: zeros
+    let total = 0;
+    for (let j = 0; j < cols; j++) {
+      const e = mask[o + j] ? Math.exp(scores[o + j] - m) : 0;
+      w[o + j] = e;
+      total += e;
+    }
+    for (let j = 0; j < cols; j++) w[o + j] /= total;
+  }
+  return w;
+}
+
+function maskOf(rows, cols, causal, nReal, clicked) {
+  const mask = new Uint8Array(rows * cols);
+  for (let i = 0; i < rows; i++)
+    for (let j = 0; j < cols; j++)
+      mask[i * cols + j] = (!causal || j <= i + cols - rows) && j < nReal && !clicked[i * cols + j] ? 1 : 0;
+  return mask;
+}
+
+function hatch(ctx, x, y, w, hgt) {
+  ctx.save();
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(x, y, w, hgt);
+  ctx.beginPath(); ctx.rect(x, y, w, hgt); ctx.clip();
+  ctx.strokeStyle = "#b0b0b0"; ctx.lineWidth = 1;
+  for (let d = -hgt; d < w; d += 6) { ctx.beginPath(); ctx.moveTo(x + d, y + hgt); ctx.lineTo(x + d + hgt, y); ctx.stroke(); }
+  ctx.restore();
+}
+
+function render({model, el}) {
+  const T = model.get("T"), S = model.get("S");
+  const scores = asF64(model.get("scores")), lut = bytesOf(model.get("lut"));
+  const tq = model.get("tokens_q"), tk = model.get("tokens_k");
+  const causal = h("input", {type: "checkbox", class: "qkv-causal-box", "data-lm-suppress-shortcuts": "true"});
+  causal.checked = model.get("causal");
+  const real = rangeInput("qkv-real-slider", 0, S, 1, model.get("n_real"), "real keys (the rest is padding)");
+  const realOut = h("output", {text: String(model.get("n_real"))});
+  const reset = h("button", {class: "qkv-reset", type: "button", text: "clear clicked cells"});
+  const message = h("div", {class: "qkv-message", role: "status"});
+  const cell = 46, left = 70, top = 28, bottom = 70;
+  const pic = makeCanvas("qkv-mask-map", left + S * cell + 90, top + T * cell + bottom);
+  const root = h("div", {class: "qkv-figure qkv-masks"}, [
+    h("div", {class: "qkv-row"}, [
+      h("label", {class: "qkv-control"}, [causal, h("span", {text: "causal mask"})]),
+      labelled("real keys (the rest is padding)", real), realOut, reset]),
+    pic.canvas, message,
+    h("div", {class: "qkv-hint", text: "Click a cell to hide or show that key for that query. Hatched = hidden (weight exactly 0)."})]);
+  el.append(root);
+  const s = {causal: causal.checked, nReal: Number(real.value), clicked: Array.from(model.get("clicked"), Boolean)};
+
+  function update() {
+    const mask = maskOf(T, S, s.causal, s.nReal, s.clicked);
+    const w = maskedSoftmaxRows(scores, mask, T, S);
+    const {ctx, width, height} = pic;
+    ctx.clearRect(0, 0, width, height);
+    drawHeatmap(ctx, w, T, S, lut, left, top, S * cell, T * cell);
+    const empty = [];
+    for (let i = 0; i < T; i++) {
+      let any = false;
+      for (let j = 0; j < S; j++) {
+        const x = left + j * cell, y = top + i * cell, k = i * S + j;
+        if (!mask[k]) { hatch(ctx, x, y, cell, cell); continue; }
+        any = true;
+        text(ctx, w[k].toFixed(2), x + cell / 2, y + cell / 2, {align: "center", base: "middle", font: SMALL,
+             colour: w[k] > 0.6 ? "#000" : "#fff"});
+      }
+      if (!any) empty.push(tq[i]);
+      text(ctx, tq[i], left - 6, top + (i + 0.5) * cell, {align: "right", base: "middle"});
+    }
+    tk.forEach((t, j) => text(ctx, t, left + (j + 0.5) * cell, top + T * cell + 8, {align: "right", base: "middle", angle: -Math.PI / 4}));
+    text(ctx, "keys (attended to)", left + S * cell / 2, height - 6, {align: "center"});
+    text(ctx, "queries (attending)", 12, top + T * cell / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
+    text(ctx, "attention weights after the mask", left, 16, {font: BOLD});
+    drawColourBar(ctx, lut, left + S * cell + 14, top, 14, T * cell, "attention weight");
+    realOut.textContent = String(s.nReal);
+    setMessage(message, empty.length
+      ? `fully masked row(s): ${empty.join(", ")}: no key allowed, so all weights are 0 (the book's convention, not NaN)`
+      : "every row sums to 1 over its allowed keys", false);
+    el.qkv = {settings: {causal: s.causal, n_real: s.nReal}, mask: Array.from(mask), weights: Array.from(w)};
+  }
+
+  function save() {
+    model.set("causal", s.causal); model.set("n_real", s.nReal); model.set("clicked", s.clicked.map(Boolean));
+    model.save_changes();
+  }
+  causal.addEventListener("change", () => { s.causal = causal.checked; save(); update(); });
+  real.addEventListener("input", () => { s.nReal = Number(real.value); save(); update(); });
+  reset.addEventListener("click", () => { s.clicked = s.clicked.map(() => false); save(); update(); });
+  pic.canvas.addEventListener("click", (ev) => {
+    const r = pic.canvas.getBoundingClientRect();
+    const j = Math.floor((ev.clientX - r.left - left) / cell), i = Math.floor((ev.clientY - r.top - top) / cell);
+    if (i < 0 || i >= T || j < 0 || j >= S) return;
+    s.clicked[i * S + j] = !s.clicked[i * S + j];
+    save(); update();
+  });
+  update();
+}
+
+export default { render };

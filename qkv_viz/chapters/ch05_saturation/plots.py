@@ -54,7 +54,7 @@ def plot_curve(runs: dict, key: str, ax=None, window: int = 1, log: bool = False
 
 def training_panel(runs: dict, keys=("loss", "acc", "grad_norm_q", "grad_q_median"), window: int = 5):
     """Small multiples of the training curves (gradient norms on a log axis). Returns the figure."""
-    width = min(style.COLUMN_WIDTH, 2.2 * len(keys))
+    width = min(style.COLUMN_WIDTH - 0.3, 2.15 * len(keys))  # room for the tight bbox's margin
     fig, axes = plt.subplots(1, len(keys), figsize=(width, 2.9), constrained_layout=True)
     for ax, key in zip(np.atleast_1d(axes), keys):
         plot_curve(runs, key, ax=ax, window=1 if key.startswith("grad") else window,

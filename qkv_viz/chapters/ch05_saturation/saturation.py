@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -82,9 +83,9 @@ class SaturationConfig:
             raise TypeError(f"seed must be an int >= 0, got {self.seed!r}")
         self.factor  # validates scale
 
-    @property
+    @cached_property
     def factor(self) -> float:
-        """The number multiplying q . k: the core's ``resolve_scale(scale, d_k)``."""
+        """The number multiplying q . k: the core's ``resolve_scale(scale, d_k)`` (computed once)."""
         return float(resolve_scale(self.scale, self.d_k))
 
 

@@ -1,0 +1,66 @@
+"""Chapter 4's figures: what they draw is the data they were given, with labelled colours, inside the column."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from qkv_viz.chapters.ch04_scaling import figures, scaling  # noqa: E402
+from qkv_viz.viz import style  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def _colorbars(fig):
+    return [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+
+
+def test_variance_figure_plots_the_measurements():
+    d_ks = [1, 4, 16, 64]
+    unscaled, scaled = np.array([1.1, 3.9, 16.5, 63.0]), np.array([0.9, 1.02, 0.97, 1.01])
+    fig = figures.variance_figure(d_ks, unscaled, scaled)
+    (ax,) = fig.axes
+    points = {ln.get_label(): ln for ln in ax.lines}
+    np.testing.assert_array_equal(points["measured, " + figures.LABELS[False]].get_ydata(), unscaled)
+    np.testing.assert_array_equal(points["measured, " + figures.LABELS[True]].get_ydata(), scaled)
+    assert points["measured, " + figures.LABELS[True]].get_color() == style.SCALED_COLOR
+    assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
+
+
+def test_small_multiples_share_one_weights_colour_bar():
+    fig = figures.small_multiples((1, 16), T=5, S=6, seed=2)
+    heatmaps = [ax for ax in fig.axes if ax.images]
+    assert len(heatmaps) == 4 and len(_colorbars(fig)) == 1
+    assert all(ax.images[0].get_clim() == (0.0, 1.0) for ax in heatmaps)
+    _, unscaled_16 = scaling.weights_at_dk(16, 5, 6, seed=2, scale=False)
+    np.testing.assert_allclose(heatmaps[3].images[0].get_array(), unscaled_16)  # bottom right
+    assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
+
+
+def test_scores_and_weights_share_the_unscaled_range():
+    fig = figures.scores_and_weights(d_k=64, T=4, S=5, seed=1)
+    scores_u, weights_u = scaling.weights_at_dk(64, 4, 5, seed=1, scale=False)
+    limit = np.abs(scores_u).max()
+    images = [ax.images[0] for ax in fig.axes if ax.images]
+    assert len(images) == 4 and len(_colorbars(fig)) == 2
+    assert images[0].get_clim() == pytest.approx((-limit, limit))  # scaled scores on the unscaled range
+    np.testing.assert_allclose(images[2].get_array(), scores_u)
+    np.testing.assert_allclose(images[3].get_array(), weights_u)
+    assert images[3].get_clim() == (0.0, 1.0)
+
+
+def test_curve_figures_plot_given_values():
+    c = np.array([0.1, 1.0, 10.0])
+    sat = scaling.softmax_vs_logit_scale(c, S=8, n_rows=16, seed=0)
+    fig = figures.softmax_sharpness_figure(c, sat, S=8)
+    np.testing.assert_array_equal(fig.axes[1].lines[0].get_ydata(), sat["grad_norm"])
+    on = scaling.diagnostics_vs_dk([1, 8, 64], T=8, S=8, scale=True)
+    off = scaling.diagnostics_vs_dk([1, 8, 64], T=8, S=8, scale=False)
+    fig = figures.diagnostics_figure(on, off)
+    np.testing.assert_array_equal(fig.axes[1].lines[1].get_ydata(), off["max_weight"])
+    assert all(f.get_size_inches()[0] <= style.COLUMN_WIDTH for f in map(plt.figure, plt.get_fignums()))

@@ -1,4 +1,4 @@
-"""Chapter 2 exercises: write the projections, beat the self-match, bound a head's rank.
+"""Chapter 2 exercises: write the projections, a rival longer than the token itself, count a head's blind directions.
 
 Each ``check_*`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``): right or
 wrong with a hint that never gives the answer away; ``None`` means "no answer yet".
@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from qkv_viz.core.projections import qkv_projections
-from qkv_viz.chapters.feedback import Feedback, check_exact, check_function, no_answer
+from qkv_viz.chapters.feedback import Feedback, check_close, check_exact, check_function, no_answer
 
 NAMES = ("Q", "K", "V")
-RANK_D_MODEL, RANK_D_K = 512, 32   # exercise 3's head: d_model = 512, d_k = 32
+RIVAL_X1, RIVAL_ANGLE_DEG = np.array([3.0, 4.0]), 60.0   # exercise 2: token 1, and the angle to token 2
+RANK_D_MODEL, RANK_D_K = 512, 64   # exercise 3's head: d_model = 512, d_k = 64
 
 
 def projection_cases(seed=None, n_cases: int = 5) -> list:
@@ -56,35 +57,24 @@ def check_project(fn, seed=None) -> Feedback:
                                   "on every random case.")
 
 
-def check_longer_token_wins(X) -> Feedback:
-    """Exercise 2: tokens X (T, d) with T >= 2 where, WITHOUT projections (scores X X^T),
-    token 1 scores some other token strictly higher than itself."""
-    if X is None:
-        return no_answer()
-    try:
-        X = np.asarray(X, dtype=float)
-    except (TypeError, ValueError):
-        return Feedback(False, "Give the tokens as a 2-D array of numbers, one token per row.")
-    if X.ndim != 2 or X.shape[0] < 2:
-        return Feedback(False, f"Give at least two tokens as rows of a 2-D array; got shape {X.shape}.")
-    if not np.all(np.isfinite(X)):
-        return Feedback(False, "Your tokens contain NaN or inf.")
-    scores = X @ X.T  # (T, d) @ (d, T) -> (T, T)
-    others = np.delete(scores[0], 0)
-    best = int(np.argmax(others)) + 1
-    if others.max() > scores[0, 0] + 1e-9:
-        return Feedback(True, f"token 1 scores itself {scores[0, 0]:.3g} but token {best + 1} "
-                              f"{scores[0, best]:.3g}. LayerNorm gives every token the same length, "
-                              "and then (Cauchy-Schwarz) this can no longer happen.")
-    return Feedback(False, f"token 1 still scores itself highest ({scores[0, 0]:.3g}; best other: "
-                           f"{others.max():.3g}, token {best + 1}). Hint: x1 . x2 = |x1| |x2| cos(angle), "
-                           "while x1 . x1 = |x1|^2. What must token 2's length be?")
+def check_rival_length(answer) -> Feedback:
+    """Exercise 2: no projections, token 1 is x1 = (3, 4); a token x2 points RIVAL_ANGLE_DEG
+    away from it. The smallest length |x2| above which x1 . x2 > x1 . x1."""
+    norm_x1 = float(np.linalg.norm(RIVAL_X1))
+    expected = norm_x1 / np.cos(np.deg2rad(RIVAL_ANGLE_DEG))  # |x1| |x2| cos(angle) = |x1|^2
+    return check_close(answer, expected,
+                       hint="write both scores with lengths and the angle: x1 . x2 = |x1| |x2| cos(angle), "
+                            "x1 . x1 = |x1|^2. Where are they equal?",
+                       praise="Longer than that, and token 1 prefers x2 to itself. After LayerNorm every "
+                              "token has the same length, so cos(angle) <= 1 rules this out (Cauchy-Schwarz).")
 
 
-def check_max_rank(answer) -> Feedback:
-    """Exercise 3: the largest possible rank of W_q W_k^T for d_model = 512, d_k = 32."""
-    return check_exact(answer, RANK_D_K,
+def check_blind_directions(answer) -> Feedback:
+    """Exercise 3: for d_model = 512, d_k = 64, the least number of independent directions x with
+    x W_q W_k^T = 0 (directions the head's scores cannot see): d_model minus the largest rank."""
+    return check_exact(answer, RANK_D_MODEL - RANK_D_K,
                        hint="W_q W_k^T is (d_model, d_k) @ (d_k, d_model): every score goes through "
-                            "a bottleneck in the middle. Which width is it?",
-                       praise="The scores of this head can only depend on that many directions "
-                              f"of the {RANK_D_MODEL}-dimensional tokens.")
+                            "a bottleneck in the middle. How many directions can get through it, "
+                            "and how many are there in all?",
+                       praise="This head's scores depend on at most d_k directions of the "
+                              f"{RANK_D_MODEL}-dimensional tokens; it is blind to all the others.")

@@ -4,8 +4,6 @@ Try the exercises first; each answer below says why it is right.
 """
 from __future__ import annotations
 
-import numpy as np
-
 
 # Exercise 1: three matrix products, one per role.
 def project(X, W_q, W_k, W_v):
@@ -16,11 +14,11 @@ def project(X, W_q, W_k, W_v):
     return Q, K, V
 
 
-# Exercise 2: x1 . x2 = |x1| |x2| cos(angle) beats x1 . x1 = |x1|^2 as soon as
-# |x2| cos(angle) > |x1|: token 2 points roughly the same way and is longer.
-LONGER_TOKEN_X = np.array([[1.0, 0.0],    # token 1: length 1
-                           [3.0, 0.5]])   # token 2: x1 . x2 = 3 > x1 . x1 = 1
+# Exercise 2: x1 . x2 = |x1| |x2| cos(60 deg) = 5 * |x2| / 2 beats x1 . x1 = |x1|^2 = 25
+# as soon as |x2| > 10. Equal lengths (LayerNorm) make this impossible, since cos <= 1.
+RIVAL_LENGTH = 10.0
 
-# Exercise 3: W_q W_k^T = (512, 32) @ (32, 512). A product can have no larger rank
-# than its narrowest factor, so at most d_k = 32 (random matrices reach it).
-MAX_RANK = 32
+# Exercise 3: W_q W_k^T = (512, 64) @ (64, 512). A product can have no larger rank than
+# its narrowest factor, 64 (random matrices reach it), so at least 512 - 64 directions
+# are sent to zero: the head's scores cannot see them.
+BLIND_DIRECTIONS = 448

@@ -32,7 +32,7 @@ def plot_value_triangle(V, weights, ax=None, tokens=None, explain: int | None = 
 
     ``weights`` (T, 3), rows summing to 1. Output ``explain`` gets dashed lines to
     the three corners, each line as thick as its weight (0..1 mapped to 0.5..5 pt),
-    and the weights written as the mix. Returns the artists.
+    and the mix written as the title. Returns the artists.
     """
     V = as_array("V", V, ndim=2)
     weights = as_array("weights", weights, ndim=2)
@@ -52,8 +52,8 @@ def plot_value_triangle(V, weights, ax=None, tokens=None, explain: int | None = 
     centre = V.mean(axis=0)
     for j, v in enumerate(V):
         artists.append(ax.plot(*v, "o", color=style.VALUE_COLOR, ms=9)[0])
-        away = (v - centre) / (np.linalg.norm(v - centre) or 1.0)
-        artists.append(ax.annotate(f"v{j + 1} = ({v[0]:g}, {v[1]:g})", tuple(v), xytext=tuple(16 * away),
+        above = 1.0 if v[1] >= centre[1] else -1.0  # label above the upper corners, below the others
+        artists.append(ax.annotate(f"v{j + 1} = ({v[0]:g}, {v[1]:g})", tuple(v), xytext=(0, 14 * above),
                                    textcoords="offset points", ha="center", va="center",
                                    color=style.VALUE_COLOR, fontsize=style.FONT_PT, fontweight="bold"))
     if explain is not None:
@@ -69,12 +69,10 @@ def plot_value_triangle(V, weights, ax=None, tokens=None, explain: int | None = 
     if explain is not None:
         mix = " + ".join(f"{w:.2f} v{j + 1}" for j, w in enumerate(weights[explain]))
         o = outputs[explain]
-        artists.append(ax.text(0.03, 0.03, f"output {explain + 1} = {mix}\n"
-                                            f"               = ({o[0]:.2f}, {o[1]:.2f})",
-                               transform=ax.transAxes, ha="left", va="bottom",
-                               color=style.QUERY_COLOR, fontsize=style.FONT_PT, family="monospace"))
+        artists.append(ax.set_title(f"output {explain + 1} = {mix}\n= ({o[0]:.2f}, {o[1]:.2f})",
+                                    color=style.QUERY_COLOR, fontsize=style.FONT_PT, family="monospace"))
     span = np.ptp(V, axis=0).max()
-    lo, hi = V.min(axis=0) - 0.35 * span, V.max(axis=0) + 0.3 * span
-    ax.set(xlim=(lo[0] - 0.3 * span, hi[0]), ylim=(lo[1] - 0.25 * span, hi[1]), aspect="equal",
+    lo, hi = V.min(axis=0) - 0.3 * span, V.max(axis=0) + 0.3 * span
+    ax.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), aspect="equal",
            xlabel="value coordinate 1", ylabel="value coordinate 2")
     return artists

@@ -6,8 +6,8 @@ import pytest
 from qkv_viz.chapters.ch02_projections import exercises as ch02
 from qkv_viz.chapters.ch02_projections import solutions as sol
 
-SOLVED = [(ch02.check_project, sol.project), (ch02.check_longer_token_wins, sol.LONGER_TOKEN_X),
-          (ch02.check_max_rank, sol.MAX_RANK)]
+SOLVED = [(ch02.check_project, sol.project), (ch02.check_rival_length, sol.RIVAL_LENGTH),
+          (ch02.check_blind_directions, sol.BLIND_DIRECTIONS)]
 
 
 def test_each_solution_passes_and_each_placeholder_waits():
@@ -35,17 +35,24 @@ def test_project_cases_are_fresh_unless_seeded():
     np.testing.assert_array_equal(ch02.projection_cases(3)[1][1], ch02.projection_cases(3)[1][1])
 
 
-def test_longer_token_refuses_equal_lengths_and_explains():
-    fb = ch02.check_longer_token_wins(np.array([[1.0, 0.0], [0.6, 0.8]]))  # same length: self wins
-    assert not fb and "still scores itself highest" in fb.message
-    assert not ch02.check_longer_token_wins(np.array([[1.0, 2.0]]))        # one token only
-    assert not ch02.check_longer_token_wins([1.0, 2.0])                    # not 2-D
-    assert not ch02.check_longer_token_wins(np.array([[1.0, 0.0], [1.0, 0.0]]))  # a tie is not "higher"
+def test_rival_length_is_where_the_rival_starts_to_win():
+    angle = np.deg2rad(ch02.RIVAL_ANGLE_DEG)
+    x1 = ch02.RIVAL_X1
+    turn = np.array([[np.cos(angle), np.sin(angle)], [-np.sin(angle), np.cos(angle)]])  # x @ turn: +angle
+    direction = x1 @ turn / np.linalg.norm(x1)                    # unit vector at the angle from x1
+    for length, wins in [(sol.RIVAL_LENGTH * 1.01, True), (sol.RIVAL_LENGTH * 0.99, False)]:
+        x2 = length * direction
+        assert (x1 @ x2 > x1 @ x1) == wins
+    wrong = ch02.check_rival_length(np.linalg.norm(x1))        # |x1|: forgets the cosine
+    assert not wrong and "Hint" in wrong.message and "10" not in wrong.message
+    assert not ch02.check_rival_length("ten")
 
 
-def test_max_rank_is_computed_not_guessed():
+def test_blind_directions_are_computed_not_guessed():
     rng = np.random.default_rng(0)
     W_q, W_k = (rng.standard_normal((ch02.RANK_D_MODEL, ch02.RANK_D_K)) for _ in range(2))
-    assert np.linalg.matrix_rank(W_q @ W_k.T) == sol.MAX_RANK
-    wrong = ch02.check_max_rank(ch02.RANK_D_MODEL)
-    assert not wrong and str(sol.MAX_RANK) not in wrong.message.split("Hint")[-1]
+    M = W_q @ W_k.T                                                   # (512, 512)
+    assert ch02.RANK_D_MODEL - np.linalg.matrix_rank(M) == sol.BLIND_DIRECTIONS
+    for wrong_answer in (ch02.RANK_D_K, ch02.RANK_D_MODEL):           # the rank itself; all directions
+        wrong = ch02.check_blind_directions(wrong_answer)
+        assert not wrong and str(sol.BLIND_DIRECTIONS) not in wrong.message

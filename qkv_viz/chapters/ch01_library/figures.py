@@ -192,7 +192,7 @@ def library_small_multiples(library, query, temperatures, axes=None):
     axes = list(np.atleast_1d(axes))
     weights = [soft_lookup(query, library, t)[1] for t in temperatures]
     for i, (t, w, ax) in enumerate(zip(temperatures, weights, axes)):  # text first, then one layout
-        ax.set_title(f"τ = {t:g}: top weight {w.max():.2f}", fontsize=style.TITLE_PT)
+        ax.set_title(f"τ = {t:g}: top weight {w.max():.3f}", fontsize=style.TITLE_PT)
         ax.set(xlabel=f"key[0]: {KEY_AXES[0]}", ylabel=f"key[1]: {KEY_AXES[1]}" if i == 0 else "")
     engine = axes[0].figure.get_layout_engine()
     if engine is not None:

@@ -150,7 +150,7 @@ def frame_row_max(scores, ax=None, color="black"):
 
 
 def asymmetry(M) -> float:
-    """How far a square M is from symmetric: |M - M^T| / |M + M^T| (Frobenius norms).
+    """How far a square M is from symmetric: ||M - M^T|| / ||M + M^T|| (Frobenius norms).
 
     0 for a symmetric matrix (e.g. W W^T, tied projections); about 1 for the
     product of two unrelated random matrices; it can exceed 1.
@@ -173,7 +173,7 @@ def plot_asymmetry(ratios, random_ratio: float, ax=None):
     tied = ax.axvline(0.0, color=style.OKABE_ITO[0], lw=2, label="W_q = W_k (symmetric): 0")
     rand = ax.axvline(random_ratio, color=style.QUERY_COLOR, lw=2, ls="--",
                       label=f"unrelated random W_q, W_k: {random_ratio:.2f}")
-    ax.set(xlabel="asymmetry of W_q W_kᵀ:  |M − Mᵀ| / |M + Mᵀ|", ylabel="number of heads")
+    ax.set(xlabel="asymmetry of M = W_q W_kᵀ:  ‖M − Mᵀ‖ / ‖M + Mᵀ‖", ylabel="number of heads")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(loc="upper left")
     return bars, tied, rand

@@ -27,9 +27,8 @@ class AttentionConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "bias", as_bool("bias", self.bias))
-        positive_int("d_model", self.d_model)
-        positive_int("n_heads", self.n_heads)
-        positive_int("n_layers", self.n_layers)
+        for name in ("d_model", "n_heads", "n_layers"):  # numpy ints become Python ints
+            object.__setattr__(self, name, positive_int(name, getattr(self, name)))
         if self.d_k is None or self.d_v is None:
             if self.d_model % self.n_heads:
                 raise ValueError(
@@ -41,8 +40,8 @@ class AttentionConfig:
             object.__setattr__(self, "d_k", self.d_model // self.n_heads)
         if self.d_v is None:
             object.__setattr__(self, "d_v", self.d_model // self.n_heads)
-        positive_int("d_k", self.d_k)
-        positive_int("d_v", self.d_v)
+        object.__setattr__(self, "d_k", positive_int("d_k", self.d_k))
+        object.__setattr__(self, "d_v", positive_int("d_v", self.d_v))
 
     @property
     def d_head_total(self) -> int:

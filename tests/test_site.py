@@ -130,7 +130,7 @@ def test_pages_load_offline_with_maths_and_navigation(site, server, browser):
     page.close()
 
 
-FIGURES_JS = "() => [...document.querySelectorAll('[data-qkv-figure]')].map(e => e.dataset.qkvFigure)"
+FIGURES_JS = "() => [...document.querySelectorAll('.qkv-static')].map(e => e.id)"
 
 
 def test_every_interactive_figure_moves_without_a_kernel(site, server, browser):
@@ -143,7 +143,7 @@ def test_every_interactive_figure_moves_without_a_kernel(site, server, browser):
         if names:
             figures[html_page.name] = names
         for k in range(len(names)):
-            root = page.locator("[data-qkv-figure]").nth(k)
+            root = page.locator(".qkv-static").nth(k)
             root.scroll_into_view_if_needed()
             slider = root.locator("input[type=range]").first
             if slider.count() == 0:

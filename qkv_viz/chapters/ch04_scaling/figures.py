@@ -77,6 +77,7 @@ def diagnostics_figure(on: dict, off: dict):
     axes[0].set_yscale("log", base=2)
     axes[1].set_ylim(0, 1.02)
     axes[0].legend(loc="upper left")
+    fig.suptitle("Random attention rows against $d_k$, with and without $1/\\sqrt{d_k}$ (row means)")
     return fig
 
 

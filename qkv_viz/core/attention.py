@@ -78,6 +78,18 @@ def _check_qkv(q, k, v):
     return q, k, v
 
 
+def as_mask(mask) -> np.ndarray:
+    """``mask`` as a boolean array (True = may attend), or a ``TypeError``."""
+    try:
+        mask = np.asarray(mask)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"mask must be a boolean array, could not convert it: {exc}") from exc
+    if mask.dtype != bool:
+        raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}; "
+                        f"build it with a comparison, e.g. np.arange(S) < length")
+    return mask
+
+
 def check_mask(mask, scores_shape: tuple) -> np.ndarray:
     """Validate a boolean mask for scores of shape (..., T, S); return it as an array.
 
@@ -87,13 +99,7 @@ def check_mask(mask, scores_shape: tuple) -> np.ndarray:
     with leading (batch/head) axes must have as many dimensions as the scores,
     so that a batch axis can never silently line up with a head axis.
     """
-    try:
-        mask = np.asarray(mask)
-    except Exception as exc:  # ragged lists and the like
-        raise TypeError(f"mask must be a boolean array, could not convert it: {exc}") from exc
-    if mask.dtype != bool:
-        raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}; "
-                        f"build it with a comparison, e.g. lengths[:, None] > np.arange(S)")
+    mask = as_mask(mask)
     shape, nd = tuple(scores_shape), len(scores_shape)
     if mask.ndim < 1:
         raise ValueError(f"mask must have at least 1 dimension (keys), got shape {mask.shape}")

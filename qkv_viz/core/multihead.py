@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .validate import as_array, as_rng, finite_result, index_int, positive_int
-from .attention import check_mask, scaled_dot_product_attention
+from .validate import as_array, as_rng, index_int, positive_int
+from .attention import as_mask, check_mask, scaled_dot_product_attention
 from .config import AttentionConfig, as_config
 from .projections import init_projection, project
 
@@ -144,19 +144,19 @@ def _check_params(p: MultiHeadParams, H: int):
 
 def _head_mask(mask, x_q_ndim: int, scores_shape: tuple) -> np.ndarray:
     """A mask for (..., T, S) or (..., H, T, S) with a head axis where it lacks one."""
-    mask = np.asarray(mask) if isinstance(mask, (list, tuple)) else mask
-    ndim = getattr(mask, "ndim", 0)
-    if ndim >= 3 and ndim == x_q_ndim:  # (..., T, S) per batch item -> (..., 1, T, S) for all heads
+    mask = as_mask(mask)
+    shown = mask.shape
+    if mask.ndim >= 3 and mask.ndim == x_q_ndim:  # (..., T, S) per batch item -> (..., 1, T, S) for all heads
         mask = np.expand_dims(mask, -3)
     try:
         return check_mask(mask, scores_shape)
     except ValueError:
-        T, S = scores_shape[-2:]
+        T, S, lead = *scores_shape[-2:], scores_shape[:-3]
+        per_item = f"{lead + (T, S)} (one per batch item, shared by the heads), " if lead else ""
         raise ValueError(
-            f"mask of shape {np.shape(mask)} does not fit the attention weights of shape {scores_shape} "
+            f"mask of shape {shown} does not fit the attention weights of shape {scores_shape} "
             f"(..., H heads, T queries, S keys). Give ({T}, {S}) or ({S},) for every batch item and head, "
-            f"{scores_shape[:-3] + (T, S)} (one per batch item, shared by the heads, 1 where shared), "
-            f"or the full {scores_shape}") from None
+            f"{per_item}or the full {scores_shape}; 1 on any axis that is shared") from None
 
 
 def multi_head_attention(x_q, x_kv, params: MultiHeadParams, n_heads: int | None = None,
@@ -190,4 +190,4 @@ def multi_head_attention(x_q, x_kv, params: MultiHeadParams, n_heads: int | None
     heads, attn = scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)  # (..., H, T, d_v)
     out = project(merge_heads(heads), w.W_o, w.b_o, name="params.W_o",
                   x_name="the merged heads")  # (..., T, H*d_v) @ (H*d_v, d_model) -> (..., T, d_model)
-    return finite_result("output", out, "the values are too large"), attn
+    return out, attn

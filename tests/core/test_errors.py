@@ -164,3 +164,12 @@ def test_bad_scales_are_refused_everywhere(scale, exc):
     for fn, args in ((resolve_scale, (scale, 4)), (attention_scores, (Q, K, scale)),
                      (scaled_dot_product_attention, (Q, K, V, None, scale))):
         assert "scale" in _message(exc, fn, *args)
+
+
+def test_multihead_mask_of_the_wrong_shape_names_the_shapes_it_accepts():
+    w = init_multihead_params(AttentionConfig(d_model=8, n_heads=2), seed=0)
+    x = rng.normal(size=(3, 4, 8))  # (B, T, d_model)
+    msg = _message(ValueError, multi_head_attention, x, x, w, mask=np.ones((3, 5), bool))
+    assert "(3, 5)" in msg and "(3, 2, 4, 4)" in msg and "(3, 4, 4)" in msg
+    assert "mask must be a boolean array" in _message(TypeError, multi_head_attention, x, x, w,
+                                                      mask=[[True], [True, False]])

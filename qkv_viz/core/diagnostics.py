@@ -19,10 +19,13 @@ def entropy(weights) -> np.ndarray:
     """Shannon entropy (nats) of each row: 0 for one-hot, log(S) for uniform.
 
     Shapes: weights (..., S) -> (...,)."""
-    w = _weights(weights)
+    return _entropy(_weights(weights))
+
+
+def _entropy(w: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(w > 0, w * np.log(w), 0.0)
-    return -terms.sum(axis=-1)
+    return np.maximum(-terms.sum(axis=-1), 0.0)  # >= 0; rounding of a one-hot row could dip below
 
 
 def effective_tokens(weights) -> np.ndarray:
@@ -50,7 +53,10 @@ def softmax_grad_norm(weights) -> np.ndarray:
     subtracted from 1, so the tiny gradients of saturated rows stay accurate.
     Shapes: weights (..., S) -> (...,).
     """
-    p = _weights(weights)
+    return _grad_norm(_weights(weights))
+
+
+def _grad_norm(p: np.ndarray) -> np.ndarray:
     top = p.argmax(axis=-1)[..., None]  # (..., 1) index of the largest weight
     is_top = np.arange(p.shape[-1]) == top  # (..., S)
     rest = np.where(is_top, 0.0, p)  # every weight but the largest
@@ -84,14 +90,15 @@ def summarize(scores, weights) -> dict:
     Shapes: scores and weights both (..., T, S), weights = softmax(scores).
     Keys: score_std, max_weight, entropy, effective_tokens, grad_norm.
     """
-    s, w = as_array("scores", scores), _weights(weights)
+    s, w = as_array("scores", scores), _weights(weights)  # checked once, measured five times
     if s.shape != w.shape:
         raise ValueError(f"scores and weights must have the same shape (weights = softmax(scores)): "
                          f"scores has shape {s.shape}, weights has shape {w.shape}")
+    ent = _entropy(w)
     return {
         "score_std": float(np.mean(score_std(s))),
-        "max_weight": float(np.mean(max_weight(weights))),
-        "entropy": float(np.mean(entropy(weights))),
-        "effective_tokens": float(np.mean(effective_tokens(weights))),
-        "grad_norm": float(np.mean(softmax_grad_norm(weights))),
+        "max_weight": float(np.mean(w.max(axis=-1))),
+        "entropy": float(np.mean(ent)),
+        "effective_tokens": float(np.mean(np.exp(ent))),
+        "grad_norm": float(np.mean(_grad_norm(w))),
     }

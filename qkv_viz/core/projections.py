@@ -35,7 +35,8 @@ def project(x, W, b=None, *, name: str = "W", x_name: str = "x") -> np.ndarray:
     if b is not None:
         b = as_array(f"bias of {name}", b, ndim=1)
         if b.shape[0] != W.shape[1]:
-            raise ValueError(f"bias of {name} has shape {b.shape}, expected ({W.shape[1]},)")
+            raise ValueError(f"b, the bias of {name}, has shape {b.shape}, expected ({W.shape[1]},): "
+                             f"one entry per column of {name}")
     with np.errstate(over="ignore", invalid="ignore"):
         out = x @ W  # (..., n, d_in) @ (d_in, d_out) -> (..., n, d_out)
         out = out if b is None else out + b

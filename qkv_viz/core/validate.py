@@ -31,12 +31,15 @@ def as_array(name: str, x, *, min_ndim: int = 1, ndim: int | None = None) -> np.
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
     if arr.ndim < min_ndim:
-        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {arr.shape}")
+        hint = f"; one vector is one row: {name}[None, :] has shape (1, {arr.shape[-1]})" if (
+            arr.ndim == 1 and min_ndim == 2) else ""
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {arr.shape}{hint}")
     if arr.size == 0:
         raise ValueError(f"{name} is empty (shape {arr.shape}): every axis needs at least one entry")
     if not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-        raise ValueError(f"{name} contains {bad} NaN or inf value(s) (shape {arr.shape})")
+        raise ValueError(f"{name} contains {bad} NaN or inf value(s) (shape {arr.shape}); they would spread "
+                         f"through every sum. np.argwhere(~np.isfinite({name})) shows where they are")
     return arr
 
 

@@ -14,7 +14,7 @@ from qkv_viz.core.config import AttentionConfig
 from qkv_viz.core.sizes import attention_flops, param_count
 from qkv_viz.viz import style
 
-INPUT_COLOR = "0.72"  # X: not split into heads
+INPUT_COLOR = "0.86"  # X: not split into heads (lighter than the 8th head's grey)
 
 
 def head_colors(n_heads: int) -> list:
@@ -85,7 +85,7 @@ def plot_projection_shapes(config: AttentionConfig, T: int, ax=None, head: int |
     width = (c.n_heads - 1) * step + c.d_k
     ax.text(x + width, (c.n_heads - 1) * step * 0.6 + label_y, f"(H, T, d_k) = ({c.n_heads}, {T}, {c.d_k})",
             ha="right", va="bottom", fontsize=style.FONT_PT)
-    ax.text(x - gap / 2, -T / 2 - 0.08 * c.d_model, "reshape +\ntranspose", ha="center", va="top",
+    ax.text(x - gap / 2, -T - 0.04 * c.d_model, "reshape +\ntranspose", ha="center", va="top",  # below the cards
             fontsize=style.MIN_FONT_PT)
     x += width
     top = max(label_y + 0.12 * c.d_model, (c.n_heads - 1) * step * 0.6 + 0.2 * c.d_model)

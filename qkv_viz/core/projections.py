@@ -29,9 +29,10 @@ def project(x, W, b=None, *, name: str = "W", x_name: str = "x") -> np.ndarray:
     W = as_array(name, W, ndim=2)
     if x.shape[-1] != W.shape[0]:
         raise ValueError(
-            f"{x_name}'s last axis must match {name}'s rows: {x_name} has shape {x.shape}, "
-            f"{name} has shape {W.shape}. {name} must be (d_in, d_out) = ({x.shape[-1]}, ...), "
-            f"in the book's layout x @ W (torch's nn.Linear stores the transpose)")
+            f"{x_name}'s last axis must match {name}'s rows ({x.shape[-1]} vs {W.shape[0]}): "
+            f"{x_name} has shape {x.shape}, {name} has shape {W.shape}. In the book's layout "
+            f"{x_name} @ {name}, {name} is (d_in, d_out); torch's nn.Linear stores (d_out, d_in), "
+            f"so a weight taken from torch needs .T")
     if b is not None:
         b = as_array(f"bias of {name}", b, ndim=1)
         if b.shape[0] != W.shape[1]:

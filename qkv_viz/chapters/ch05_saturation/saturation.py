@@ -79,8 +79,10 @@ class SaturationConfig:
         positive_number("readout_gain", self.readout_gain)
         if self.init_std is not None:
             positive_number("init_std", self.init_std)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise TypeError(f"seed must be an int >= 0, got {self.seed!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
+            raise TypeError(f"seed must be an int, got {type(self.seed).__name__}: {self.seed!r}")
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0 (torch.Generator.manual_seed), got {self.seed}")
         self.factor  # validates scale
 
     @cached_property

@@ -49,6 +49,10 @@ def test_config_rejects_bad_values():
         SaturationConfig(lr=0.0)
     with pytest.raises(ValueError, match="init_std"):
         SaturationConfig(init_std=-0.1)
+    with pytest.raises(ValueError, match="seed"):
+        SaturationConfig(seed=-1)
+    with pytest.raises(TypeError, match="seed"):
+        SaturationConfig(seed=1.5)
 
 
 def _core_factor(scale, d_k):

@@ -389,8 +389,15 @@ class Book:
     def _goto(self, url: str, timeout_ms: int = 60_000) -> None:
         page = self.page
         page.goto(url)
-        page.wait_for_function("() => window.jupyterapp !== undefined", timeout=timeout_ms)
-        page.evaluate("async () => { await window.jupyterapp.restored; }")
+        for attempt in range(3):  # a page that reloads itself while starting: wait again
+            try:
+                page.wait_for_function("() => window.jupyterapp !== undefined", timeout=timeout_ms)
+                page.evaluate("async () => { await window.jupyterapp.restored; }")
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
+                page.wait_for_timeout(1000)
         page.evaluate(PIXELS_JS)
 
     def _page_error(self, error) -> None:

@@ -9,9 +9,8 @@
   d_k = 1024 without scaling; the browser's weights equal the math core's.
 * A committed chapter reopened without running it shows working figures (saved
   widget state), never "model not found".
-* The self-contained text/html of a figure, alone in a plain page (no Jupyter): its
-  controls respond, with numbers equal to the core's to 1e-6 over a grid of d_k,
-  scaling, temperature and n up to 1024.
+* (tests/test_browser_static.py: a figure's self-contained text/html alone in a plain
+  page, no Jupyter.)
 
 Needs Debian's ``chromium`` (/usr/bin/chromium, or set QKV_CHROMIUM) and the
 Playwright Python package; skipped without them, unless QKV_REQUIRE_BROWSER=1
@@ -23,12 +22,11 @@ import base64
 import io
 import os
 import pathlib
-import re
 
 import numpy as np
 import pytest
 
-from browser_harness import REPO, chromium_path, lab_browser, lab_server, static_page
+from browser_harness import REPO, chromium_path, lab_browser, lab_server
 
 pytestmark = pytest.mark.browser
 
@@ -59,18 +57,15 @@ def _need_browser():
         _skip_or_fail("browser test skipped: the playwright Python package is not installed")
 
 
-@pytest.fixture(scope="module")
-def lab():
-    """One Jupyter server (JupyterLab and Notebook 7) on a temporary copy of notebooks/."""
+@pytest.fixture(scope="module", params=["lab", "notebook7"])
+def book(request):
+    """A Jupyter server on a temporary copy of notebooks/ and Chromium on one front end.
+    One server per front end: with both on one server, jupyter_server's static-file
+    cache, shared by Lab's and Notebook's handlers, answers Notebook 7's font requests
+    with 403 once Lab has asked for a font of the same (hashed) name."""
     _need_browser()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with lab_server(NOTEBOOKS) as server:
-        yield server
-
-
-@pytest.fixture(scope="module", params=["lab", "notebook7"])
-def book(request, lab):
-    with lab_browser(lab, frontend=request.param) as page_book:
+    with lab_server(NOTEBOOKS) as lab, lab_browser(lab, frontend=request.param) as page_book:
         yield page_book
 
 
@@ -223,10 +218,10 @@ def test_scaling_explorer(book):
                 _changed(book, readouts, "scaling box at d_k = 1024", lambda: toggle.click())
         assert shares[False] < 0.05, f"unscaled map at d_k = 1024 is not one-hot: {shares}"
         assert shares[True] > 0.05, f"scaled map at d_k = 1024 looks one-hot too: {shares}"
-        box = heatmap.bounding_box()  # click the 6th row of the 320 px heatmap (x 56.., y 30..)
+        box = heatmap.bounding_box()  # click the 6th row of the 320 px heatmap (x 50.., y 30..)
         n = browser_numbers(fig)["settings"]["n"]
         _changed(book, readouts, "click on a heatmap row",
-                 lambda: heatmap.click(position={"x": 56 + 160, "y": 30 + (5.5 * 320 / n)}))
+                 lambda: heatmap.click(position={"x": 50 + 160, "y": 30 + (5.5 * 320 / n)}))
         assert browser_numbers(fig)["settings"]["query"] == 5 and box is not None
         assert "query 5" in readouts.inner_text()
         fig.locator(".qkv-temperature").fill("-1")
@@ -251,12 +246,13 @@ def test_explorer_new_seed_goes_through_python(book):
         book.run_all()
         fig = book.page.locator(".qkv-explorer").first
         fig.scroll_into_view_if_needed()
-        for box, value in ((".qkv-seed", "7"), (".qkv-n", "40")):
-            fig.locator(box).fill(value)
+        for box, key, value in ((".qkv-seed", "seed", 7), (".qkv-n", "n", 40)):
+            fig.locator(box).fill(str(value))
             fig.locator(box).dispatch_event("change")
-        book.page.wait_for_function(
-            "(n) => { const q = n.closest('.qkv-figure').parentElement.qkv; return q && q.settings.n === 40; }",
-            arg=fig.element_handle())
+            book.page.wait_for_function(  # Python's new vectors arrived and were drawn
+                "([n, key, v]) => { const q = n.closest('.qkv-figure').parentElement.qkv;"
+                " return q && q.settings[key] === v && q.weights.length === q.settings.n ** 2; }",
+                arg=[fig.element_handle(), key, value])
         out = browser_numbers(fig)
         assert out["settings"]["seed"] == 7
         assert_equals_core(out, 7)
@@ -300,63 +296,3 @@ def test_reopened_chapter_shows_figures_not_errors(book, name):
         assert not book.page_problems(), book.page_problems()
     finally:
         book.close()
-
-
-# --- the figures' self-contained HTML, alone in a plain page -------------------------
-def _fragment_page(*figures) -> str:
-    from qkv_viz.viz.canvas import static_html
-    body = "\n".join(static_html(f) for f in figures)
-    return f"<!doctype html><html><head><meta charset='utf-8'><title>qkv</title></head><body>{body}</body></html>"
-
-
-def test_static_fragment_works_alone_with_numbers_equal_to_the_core():
-    """The text/html of the explorer (n = 16) and of the library, in a plain page served
-    by http.server: sliders respond, numbers equal the core's over d_k x scaling x temperature."""
-    _need_browser()
-    from qkv_viz.chapters.ch01_library.library import DEMO_QUERY, demo_library, soft_lookup
-    from qkv_viz.chapters.ch01_library.widget import library_widget
-    from qkv_viz.chapters.ch04_scaling.widget import scaling_explorer
-    with static_page(_fragment_page(scaling_explorer(n=16, seed=3), library_widget())) as (page, problems):
-        fig = page.locator(".qkv-explorer")
-        fig.wait_for()
-        assert fig.locator(".qkv-seed").is_disabled(), "a control that needs Python must be disabled"
-        for temperature in ("1", "0.3", "4"):
-            fig.locator(".qkv-temperature").fill(temperature)
-            for scale in (True, False):
-                if fig.locator(TOGGLE).is_checked() != scale:
-                    fig.locator(TOGGLE).click()
-                for t in range(len(D_KS)):
-                    fig.locator(SLIDER).evaluate(SET_RANGE_JS, t)
-                    out = browser_numbers(fig)
-                    assert (out["settings"]["dk"], out["settings"]["scale"]) == (D_KS[t], scale)
-                    assert_equals_core(out, 3)
-        page.screenshot(path=str(ARTIFACTS / "static_fragment.png"), full_page=True)
-        lib = page.locator(".qkv-library")
-        lib.locator(".qkv-temperature").evaluate(SET_RANGE_JS, -1)  # 10^-1
-        got = lib.evaluate("(n) => Array.from(n.parentElement.qkv.weights)")
-        np.testing.assert_allclose(got, soft_lookup(DEMO_QUERY, demo_library(), 0.1)[1], rtol=0, atol=1e-12)
-        assert not problems, problems
-
-
-@pytest.mark.slow
-def test_browser_numbers_equal_the_core_at_n_1024():
-    """n = 1024 (the browser computes q . k for every d_k itself): weights and readouts
-    equal the core's at the extremes of d_k, both scalings, two temperatures."""
-    _need_browser()
-    from qkv_viz.chapters.ch04_scaling.widget import scaling_explorer
-    with static_page(_fragment_page(scaling_explorer(n=1024, d_k=1, seed=1))) as (page, problems):
-        fig = page.locator(".qkv-explorer")
-        page.wait_for_function("() => { const e = document.querySelector('.qkv-static');"
-                               " return e && e.qkv && e.qkv.settings.n === 1024; }", timeout=120_000)
-        for temperature in ("1", "0.3"):
-            fig.locator(".qkv-temperature").fill(temperature)
-            for scale in (True, False):
-                if fig.locator(TOGGLE).is_checked() != scale:
-                    fig.locator(TOGGLE).click()
-                for t in (0, 6, 10):
-                    fig.locator(SLIDER).evaluate(SET_RANGE_JS, t)
-                    assert_equals_core(browser_numbers(fig), 1)
-        out = browser_numbers(fig)  # d_k = 1024, not scaled, temperature 0.3: (nearly) one-hot rows
-        assert out["metrics"]["max_weight"] > 0.95
-        assert re.search(r"1 in ~3 rows/cols", fig.locator(READOUTS).inner_text())
-        assert not problems, problems

@@ -172,7 +172,7 @@ function drawColourBar(ctx, lut, x, y, w, hgt, label) {
     ctx.fillRect(x + w, Math.round(ty), 4, 1);
     text(ctx, String(t), x + w + 6, ty, {base: "middle", font: SMALL});
   }
-  text(ctx, label, x + w + 30, y + hgt / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
+  text(ctx, label, x + w + 28, y + hgt / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
 }
 
 // A few integer ticks along an axis of n cells (0 .. n-1).

@@ -56,9 +56,9 @@ function render({model, el}) {
   for (const [m, label] of Object.entries(METRIC_LABELS)) metric.append(h("option", {value: m, text: label}));
   metric.value = model.get("metric");
   const message = h("div", {class: "qkv-message", role: "status"});
-  const heat = makeCanvas("qkv-heatmap", 446, 396);
-  const bars = makeCanvas("qkv-bars", 430, 396);
-  const curve = makeCanvas("qkv-curve", 446, 236);
+  const heat = makeCanvas("qkv-heatmap", 428, 396);
+  const bars = makeCanvas("qkv-bars", 400, 396);
+  const curve = makeCanvas("qkv-curve", 428, 236);
   const readouts = h("table", {class: "qkv-readouts"});
   const pythonControls = [nBox, seedBox, head];
   if (isStatic) for (const c of pythonControls) {
@@ -125,7 +125,7 @@ function render({model, el}) {
               row: numbers.row, curves};
   }
 
-  const HX = 56, HY = 30, HS = 320;   // heatmap box in the heat canvas (CSS px)
+  const HX = 50, HY = 30, HS = 320;   // heatmap box in the heat canvas (CSS px)
   function drawHeat() {
     const {ctx, width, height} = heat, n = data.n;
     ctx.clearRect(0, 0, width, height);
@@ -137,12 +137,12 @@ function render({model, el}) {
       text(ctx, String(t), HX - 5, HY + (t + 0.5) * cell, {align: "right", base: "middle", font: SMALL});
     }
     text(ctx, "keys (columns)", HX + HS / 2, HY + HS + 32, {align: "center"});
-    text(ctx, "queries (rows)", 14, HY + HS / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
+    text(ctx, "queries (rows)", 10, HY + HS / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
     ctx.strokeStyle = QUERY_COLOUR;
     ctx.lineWidth = 2;
     ctx.strokeRect(HX - 1, HY + s.query * cell - 1, HS + 2, Math.max(cell, 2) + 2);
     ctx.lineWidth = 1;
-    drawColourBar(ctx, lut, HX + HS + 14, HY, 12, HS, "weight");
+    drawColourBar(ctx, lut, HX + HS + 10, HY, 12, HS, "weight");
   }
 
   function drawBarsPanel() {

@@ -32,7 +32,7 @@ function render({model, el}) {
 
   function draw() {
     const {tokens, T, H, weights} = data, cols = Math.min(4, H), rows = Math.ceil(H / cols);
-    const left = 84, gap = 14, panel = Math.floor((880 - left - 60 - gap * (cols - 1)) / cols);
+    const left = 84, gap = 14, panel = Math.floor((840 - left - 60 - gap * (cols - 1)) / cols);
     const titleH = 20, bottom = 80, cell = panel / T;
     const c = makeCanvas("qkv-head-grid", left + cols * (panel + gap) + 60, rows * (panel + titleH + gap) + bottom);
     const {ctx} = c;

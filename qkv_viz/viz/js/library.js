@@ -22,7 +22,7 @@ function render({model, el}) {
   const qOut = [0, 1].map(() => h("output"));
   const message = h("div", {class: "qkv-message", role: "status"});
   const plane = makeCanvas("qkv-figure-plane", 330, 330);
-  const bars = makeCanvas("qkv-weights-bars", 520, 330);
+  const bars = makeCanvas("qkv-weights-bars", 490, 330);
   const table = h("table", {class: "qkv-readouts qkv-weights"});
   const root = h("div", {class: "qkv-figure qkv-library"}, [
     h("div", {class: "qkv-row"}, [labelled("temperature", temp), tempOut]),

@@ -119,7 +119,9 @@ def check_mask(mask, scores_shape: tuple) -> np.ndarray:
 def attention_scores(q, k, scale=True) -> np.ndarray:
     """Scores ``scale * q @ k^T`` before softmax.
 
-    Shapes: q (..., T, d_k), k (..., S, d_k) -> (..., T, S).
+    Shapes: q (..., T, d_k), k (..., S, d_k) -> (..., T, S); leading axes broadcast.
+    ``scale``: see ``resolve_scale`` (True = 1/sqrt(d_k)). Scores beyond float64's
+    range are refused rather than returned as inf.
     """
     q = as_array("q", q, min_ndim=2)
     k = as_array("k", k, min_ndim=2)

@@ -71,6 +71,9 @@ def test_projection_shapes_are_to_scale_and_colour_each_head():
         for h, r in enumerate(group):  # head h has the same colour in W_q, Q and the stack
             assert matplotlib.colors.same_color(r.get_facecolor()[:3], colors[h])
     assert len({matplotlib.colors.to_hex(c) for c in colors}) == H  # 8 heads, 8 colours
+    x_grey = matplotlib.colors.to_rgb(x.get_facecolor()[:3])
+    for c in colors:  # X (not split into heads) must not look like any head, the grey 8th one included
+        assert max(abs(a - b) for a, b in zip(x_grey, matplotlib.colors.to_rgb(c))) > 0.15
 
 
 def test_projection_shapes_fade_all_but_one_head():
@@ -83,3 +86,16 @@ def test_projection_shapes_fade_all_but_one_head():
         plot_projection_shapes(config, 128, head=12)
     with pytest.raises(ValueError, match="T must be"):
         plot_projection_shapes(config, 0)
+
+
+@pytest.mark.parametrize("T", [16, 64, 96, 128])
+def test_projection_shapes_reshape_label_clear_of_the_cards(T):
+    config = AttentionConfig(512, 8)
+    fig, ax = plt.subplots(figsize=(8.8, 2.64))
+    rects = plot_projection_shapes(config, T, ax=ax)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    label = next(t for t in ax.texts if t.get_text().startswith("reshape"))
+    box = label.get_window_extent(renderer)
+    for card in rects[1 + 2 * config.n_heads:]:
+        assert not box.overlaps(card.get_window_extent(renderer)), f"label over a card at T={T}"

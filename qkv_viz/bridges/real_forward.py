@@ -9,9 +9,21 @@ embedding output LayerNorm(word + position + token-type embedding).
 """
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+try:  # optional (the ``real`` extra): one BLAS thread for the small matrices of one sentence
+    from threadpoolctl import threadpool_limits
+except ImportError:  # pragma: no cover
+    threadpool_limits = None
 
 from qkv_viz.core.diagnostics import effective_tokens, entropy, score_std
 from qkv_viz.core.multihead import multi_head_attention, split_heads
@@ -47,6 +59,22 @@ def layer_norm(x, gamma, beta, eps: float) -> np.ndarray:
     return (x - mean) / np.sqrt(var + eps) * gamma + beta
 
 
+def one_blas_thread(fn):
+    """Run ``fn`` with numpy's BLAS on one thread, then restore the previous setting.
+
+    A sentence gives matrices of a few dozen rows: a second BLAS thread has no
+    work to share, and on a busy machine waiting for it costs more than the
+    product itself (measured: a forward pass 5 times slower with two threads).
+    Without ``threadpoolctl`` nothing changes.
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        limit = threadpool_limits(1, user_api="blas") if threadpool_limits else contextlib.nullcontext()
+        with limit:
+            return fn(*args, **kwargs)
+    return wrapper
+
+
 @dataclass
 class Trace:
     """Everything one forward pass produced for one sentence.
@@ -79,6 +107,7 @@ def encoder_layer(layer: LayerWeights, x, n_heads: int, eps: float, approximate:
     return layer_norm(x + ffn, *layer.ln2, eps), weights
 
 
+@one_blas_thread
 def run(model: RealModel, sentence: str) -> Trace:
     """Tokenize ``sentence`` and run every layer; ValueError for an empty or too long sentence."""
     enc = model.encode(sentence)
@@ -101,6 +130,7 @@ def _layer_index(model: RealModel, layer: int) -> int:
     return int(layer)
 
 
+@one_blas_thread
 def layer_qk(model: RealModel, trace: Trace, layer: int):
     """Per-head queries and keys of ``layer`` for the traced sentence: q, k each (H, T, d_k)."""
     layer = _layer_index(model, layer)
@@ -172,6 +202,7 @@ def strongest_head(trace: Trace, query: str, key: str) -> tuple:
     return (int(layer), int(head)), float(w[layer, head])
 
 
+@one_blas_thread
 def value_output_norms(model: RealModel, trace: Trace) -> np.ndarray:
     """||v_j W_o^h||: how much token j can change the output through head h, for every layer.
 
@@ -191,18 +222,15 @@ def value_output_norms(model: RealModel, trace: Trace) -> np.ndarray:
     return np.stack(norms)  # (L, H, T)
 
 
-def compare_with_transformers(model_dir, trace: Trace) -> dict:
-    """Run Hugging Face ``transformers``' BertModel on ``trace.ids`` from local files only.
+def transformers_outputs(model_dir, ids) -> dict:
+    """Hugging Face ``transformers``' BertModel on token ids (T,), from local files only.
 
     ``model_dir`` is a local model directory (e.g. ``bundled_model_dir()``);
     nothing is downloaded (``local_files_only=True``, ``HF_HUB_OFFLINE`` set
-    only while transformers loads). Returns ``max_abs_weights`` (L,), the
-    largest |ours - theirs| of the attention probabilities in each layer,
-    ``max_abs_hidden`` (L+1,) for the hidden states, and ``version``.
-    ImportError when torch or transformers is missing.
+    only while transformers loads). Returns ``weights`` (L, H, T, T) and
+    ``hidden_states`` (L+1, T, d_model), converted from float32 to float64,
+    and ``version``. ImportError when torch or transformers is missing.
     """
-    import os
-
     old = os.environ.get("HF_HUB_OFFLINE")
     os.environ["HF_HUB_OFFLINE"] = "1"
     try:
@@ -219,13 +247,86 @@ def compare_with_transformers(model_dir, trace: Trace) -> dict:
         else:
             os.environ["HF_HUB_OFFLINE"] = old
     with torch.no_grad():
-        out = module(torch.tensor(np.asarray(trace.ids))[None], output_attentions=True,
+        out = module(torch.tensor(np.asarray(ids))[None], output_attentions=True,  # (1, T)
                      output_hidden_states=True)
-    theirs_w = np.stack([a[0].double().numpy() for a in out.attentions])  # (L, H, T, T)
-    theirs_h = np.stack([h[0].double().numpy() for h in out.hidden_states])  # (L+1, T, d_model)
+    return {"weights": np.stack([a[0].double().numpy() for a in out.attentions]),  # (L, H, T, T)
+            "hidden_states": np.stack([h[0].double().numpy() for h in out.hidden_states]),  # (L+1, T, d)
+            "version": transformers.__version__}
+
+
+def compare_with_transformers(model_dir, trace: Trace) -> dict:
+    """Run Hugging Face ``transformers``' BertModel on ``trace.ids`` from local files only.
+
+    See :func:`transformers_outputs`. Returns ``max_abs_weights`` (L,), the
+    largest |ours - theirs| of the attention probabilities in each layer,
+    ``max_abs_hidden`` (L+1,) for the hidden states, and ``version``.
+    ImportError when torch or transformers is missing.
+    """
+    theirs = transformers_outputs(model_dir, trace.ids)
+    return compare_outputs(theirs, trace)
+
+
+def compare_outputs(theirs: dict, trace: Trace) -> dict:
+    """Largest |ours - theirs| per layer for ``theirs`` from :func:`transformers_outputs`."""
+    theirs_w, theirs_h = theirs["weights"], theirs["hidden_states"]
     if theirs_w.shape != trace.weights.shape:
         raise ValueError(f"transformers gave attention of shape {theirs_w.shape}, ours is {trace.weights.shape}: "
                          f"is model_dir the model the trace came from?")
     return {"max_abs_weights": np.abs(theirs_w - trace.weights).max(axis=(1, 2, 3)),  # (L,)
             "max_abs_hidden": np.abs(theirs_h - trace.hidden_states).max(axis=(1, 2)),  # (L+1,)
-            "version": transformers.__version__}
+            "version": theirs["version"]}
+
+
+class BackgroundOutputs:
+    """:func:`transformers_outputs` running in a separate Python process.
+
+    Importing torch and transformers takes seconds; started early, it runs
+    while the notebook does other work. ``result()`` waits and returns the
+    same dict as :func:`transformers_outputs` (ImportError if transformers is
+    missing, RuntimeError with the end of its error output otherwise).
+    """
+
+    def __init__(self, model_dir, ids):
+        self._dir = tempfile.TemporaryDirectory(prefix="qkv-transformers-")
+        self._out = Path(self._dir.name) / "outputs.npz"
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.ndim != 1 or ids.size == 0:
+            raise ValueError(f"ids must be a non-empty 1-D array of token ids, got shape {ids.shape}")
+        np.save(Path(self._dir.name) / "ids.npy", ids)
+        package_root = str(Path(__file__).resolve().parents[2])  # the folder holding qkv_viz/
+        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                   PYTHONPATH=os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p))
+        code = "from qkv_viz.bridges.real_forward import _outputs_worker; _outputs_worker()"
+        self._proc = subprocess.Popen([sys.executable, "-c", code, str(model_dir), self._dir.name],
+                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self._result = None
+
+    def result(self, timeout: float = 600) -> dict:
+        if self._result is None:
+            _, err = self._proc.communicate(timeout=timeout)
+            if self._proc.returncode != 0:
+                tail = "\n".join(err.strip().splitlines()[-3:])
+                if "ModuleNotFoundError" in err or "ImportError" in err:
+                    raise ImportError(f"transformers could not be imported: {tail}")
+                raise RuntimeError(f"the transformers process failed (exit {self._proc.returncode}): {tail}")
+            with np.load(self._out) as f:
+                self._result = {"weights": f["weights"], "hidden_states": f["hidden_states"],
+                                "version": str(f["version"])}
+            self._dir.cleanup()
+        return self._result
+
+
+def start_transformers_outputs(model_dir, ids) -> BackgroundOutputs:
+    """Start :func:`transformers_outputs` for token ids (T,) in another process; ``.result()`` collects it."""
+    return BackgroundOutputs(model_dir, ids)
+
+
+def _outputs_worker():
+    """Entry point of the background process: argv = [model_dir, work_dir]."""
+    import torch
+
+    torch.set_num_threads(1)
+    model_dir, work = sys.argv[1], Path(sys.argv[2])
+    out = transformers_outputs(model_dir, np.load(work / "ids.npy"))
+    np.savez(work / "outputs.npz", weights=out["weights"], hidden_states=out["hidden_states"],
+             version=np.array(out["version"]))

@@ -27,7 +27,7 @@ def value_side_figure(norm_special, norm_other, weight_share, moved_share):
     # colour), what is moved comes from the values (value colour)
     pairs = [(arrays[0], arrays[1], "[CLS] / [SEP]", "other tokens", "mean ‖v W_o‖ per head",
               "how much a token can move the output", (style.SERIES[0], style.SERIES[1])),
-             (arrays[2], arrays[3], "share of the weight", "share of what is moved", "on [CLS] / [SEP]",
+             (arrays[2], arrays[3], "share of the weight", "share of what is moved", "share on [CLS] / [SEP]",
               "weight parked vs output delivered", (style.KEY_COLOR, style.VALUE_COLOR))]
     for ax, (a, b, la, lb, ylabel, title, (ca, cb)) in zip(axes, pairs):
         ax.bar(layers - width / 2, a, width, color=ca, label=la)

@@ -73,8 +73,10 @@ class _Canvas:
         kw.setdefault("color", _INK)
         return self.add(stage, self.ax.text(x, y, s, fontsize=size, **kw))
 
-    def matrix(self, stage, cx, cy, colors, name, shape, numbers, name_color=_INK, masked=None):
-        """Cells (rows, cols, 3) centred on (cx, cy); name above, shape in two lines below."""
+    def matrix(self, stage, cx, cy, colors, name, shape, numbers, name_color=_INK, masked=None,
+               name_floor=-np.inf):
+        """Cells (rows, cols, 3) centred on (cx, cy); name above (never below ``name_floor``),
+        shape in two lines below."""
         rows, cols = colors.shape[:2]
         c = self.cell
         x0, y0 = cx - cols * c / 2, cy - rows * c / 2
@@ -86,7 +88,8 @@ class _Canvas:
         self.add(stage, self.ax.add_patch(Rectangle((x0, y0), cols * c, rows * c, fill=False,
                                                     edgecolor="#444444", lw=0.8, gid="frame")))
         top, bottom = y0 + rows * c, y0
-        self.text(stage, cx, top + 0.09, name, size=_NAME_FONT, va="bottom", color=name_color)
+        self.text(stage, cx, max(top + 0.09, name_floor), name, size=_NAME_FONT, va="bottom",
+                  color=name_color)
         self.text(stage, cx, bottom - 0.09, shape, va="top")
         self.text(stage, cx, bottom - 0.30, numbers, va="top", color="#555555")
         return (x0, y0, x0 + cols * c, top)
@@ -142,9 +145,16 @@ def plot_pipeline(T=3, d_model=4, d_k=2, d_v=2, ax=None, highlight=None, mask=Fa
     if own:
         _, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 3.0), dpi=style.DPI)  # resized in _frame
         ax.set_position((0, 0, 1, 1))
-    canvas = _Canvas(ax, cell)
-    extent = _draw(canvas, data, T, d_model, d_k, d_v, masked)
-    _frame(ax, extent, own)
+    for attempt in range(8):  # labels do not shrink with the cells: measure, redraw smaller if too wide
+        if attempt:
+            ax.clear()
+            cell *= 0.94
+        canvas = _Canvas(ax, cell)
+        _frame(ax, _draw(canvas, data, T, d_model, d_k, d_v, masked), own)
+        fig = ax.figure
+        # the notebook shows the tight box + 0.1 in padding each side: keep that inside the column
+        if not own or fig.get_tightbbox(fig.canvas.get_renderer()).width <= style.COLUMN_WIDTH - 0.25:
+            break
     if key is not None:
         _emphasise(canvas, key)
     return canvas.artists
@@ -153,11 +163,20 @@ def plot_pipeline(T=3, d_model=4, d_k=2, d_v=2, ax=None, highlight=None, mask=Fa
 _GAP, _OP_GAP, _MARGINS = 0.42, 0.76, 0.9  # between matrices; where an arrow carries a label; edges
 
 
+def _op_gap(T: int, cell: float) -> float:
+    """Room for an arrow and its label; wider when T x T matrices are narrow (their labels are not)."""
+    return max(_OP_GAP, 1.05 - T * cell)
+
+
 def _cell_size(T, d_model, d_k, d_v, masked) -> float:
     """The largest cell (<= 0.19 in) with which the whole row of stages fits the column."""
     cells = d_model + 2 * max(d_k, d_v) + T * (3 + masked) + d_v  # matrix widths, in cells
-    fixed = 2 * (_GAP - 0.1 * masked) + (4 + masked) * _OP_GAP + _MARGINS  # inches that do not scale
-    return min(0.19, (style.COLUMN_WIDTH - 0.5 - fixed) / cells)  # 0.5: the caption and labels past the edges
+    room = style.COLUMN_WIDTH - 0.5  # 0.5: the caption and labels past the edges
+    for cell in np.arange(0.19, 0.05, -0.005):
+        fixed = 2 * (_GAP - 0.1 * masked) + (4 + masked) * _op_gap(T, cell) + _MARGINS  # inches
+        if cells * cell + fixed <= room:
+            return float(cell)
+    return 0.05
 
 
 def _draw(canvas, d, T, d_model, d_k, d_v, masked):
@@ -166,7 +185,7 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
     row_h = max(d_model, T) * c + 0.95          # a matrix, its name above, two shape lines below
     y_q, y_k, y_v = 2 * row_h, row_h, 0.0       # the three branches
     y_s = (y_q + y_k) / 2                       # the scores chain runs between the Q and K rows
-    gap, op_gap = _GAP - 0.1 * masked, _OP_GAP  # the mask step needs room: tighter on the left
+    gap, op_gap = _GAP - 0.1 * masked, _op_gap(T, c)  # the mask step needs room: tighter on the left
     x = d_model * c / 2
     canvas.matrix("input", x, y_k, _tint("#7F7F7F", d["x"]), "$X$", r"$T\times d_\mathrm{model}$",
                   f"{T}×{d_model}")
@@ -187,42 +206,43 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
                                     name_color=color)
         canvas.arrow("projections", (w_box[2], y), (boxes[name][0], y))
     # Q K^T: the two upper branches meet in the scores
+    floor = y_s + 0.36  # the chain's names sit above its arrow labels, however short the matrices
     lim = float(np.abs(d["scores"]).max()) or 1.0
     x_s = boxes["q"][2] + op_gap + 0.1 + T * c / 2
     s_box = canvas.matrix("scores", x_s, y_s, _diverging(d["scores"], lim), r"$QK^\top$",
-                          r"$T\times T$", f"{T}×{T}")
+                          r"$T\times T$", f"{T}×{T}", name_floor=floor)
     canvas.arrow("scores", (boxes["q"][2], y_q), (s_box[0], y_s + 0.12), connection="arc3,rad=-0.2")
     canvas.arrow("scores", (boxes["k"][2], y_k), (s_box[0], y_s - 0.12), connection="arc3,rad=0.2")
     canvas.text("scores", boxes["k"][2] + 0.3, y_k + 0.1, r"$K^\top$", va="bottom")
     # / sqrt(d_k)
     x_sc = s_box[2] + op_gap + T * c / 2
     sc_box = canvas.matrix("scale", x_sc, y_s, _diverging(d["scaled"], lim), r"$QK^\top/\sqrt{d_k}$",
-                           r"$T\times T$", f"{T}×{T}")
+                           r"$T\times T$", f"{T}×{T}", name_floor=floor)
     canvas.arrow("scale", (s_box[2], y_s), (sc_box[0], y_s), label=r"$\div\sqrt{d_k}$")
     last, last_stage = sc_box, "scale"
     if masked:
         x_m = sc_box[2] + op_gap + T * c / 2
         m_box = canvas.matrix("mask", x_m, y_s, _diverging(d["scaled"], lim), "masked",
-                              r"$T\times T$", "hatched: −∞", masked=d["mask"])
+                              r"$T\times T$", "hatched: −∞", masked=d["mask"], name_floor=floor)
         canvas.arrow("mask", (sc_box[2], y_s), (m_box[0], y_s), label="mask")
         last = m_box
     x_a = last[2] + op_gap + T * c / 2
     a_box = canvas.matrix("softmax", x_a, y_s, _weights_rgb(d["weights"]), "weights",
-                          r"$T\times T$", "rows sum to 1")
+                          r"$T\times T$", "rows sum to 1", name_floor=floor)
     canvas.arrow("softmax", (last[2], y_s), (a_box[0], y_s), label="softmax")
     _scale_bar(canvas, "softmax", x_a, a_box[1] - 0.5, style.WEIGHTS_CMAP, 0, 1, ("0", "1"))
     del last_stage
     # weights @ V -> output
     x_o = a_box[2] + op_gap + d_v * c / 2
     o_box = canvas.matrix("output", x_o, y_s, _tint(style.VALUE_COLOR, d["out"]), "output",
-                          r"$T\times d_v$", f"{T}×{d_v}", name_color=style.VALUE_COLOR)
+                          r"$T\times d_v$", f"{T}×{d_v}", name_color=style.VALUE_COLOR, name_floor=floor)
     canvas.arrow("output", (a_box[2], y_s), (o_box[0], y_s), label=r"$\cdot\,V$")
     canvas.arrow("output", (boxes["v"][2], y_v), ((a_box[2] + o_box[0]) / 2, y_s - 0.03),
                  connection="angle,angleA=0,angleB=90,rad=6", color=style.VALUE_COLOR)
     _scale_bar(canvas, "scores", x_s, s_box[1] - 0.5, style.SCORES_CMAP, -1, 1, ("−", "+"))
-    canvas.text(None, s_box[0] - 0.2, y_v - 0.12,
-                f"example numbers: T = {T}, $d_\\mathrm{{model}}$ = {d_model}, $d_k$ = {d_k}, $d_v$ = {d_v}; "
-                "cells shaded by value", va="top", ha="left", color="#555555")
+    canvas.text(None, o_box[2] + 0.3, y_v - 0.12,
+                f"example numbers: T = {T}, $d_\\mathrm{{model}}$ = {d_model}, $d_k$ = {d_k}, $d_v$ = {d_v}\n"
+                "every cell shaded by its value", va="top", ha="right", color="#555555")
     top = y_q + max(d_model, T) * c / 2 + 0.35
     bottom = y_v - max(d_model, T) * c / 2 - 0.55
     return (-0.1, bottom, o_box[2] + 0.35, top)

@@ -80,8 +80,11 @@ def test_fits_the_column_and_text_is_readable(kw, bench):
     assert r["smallest_pt"] >= style.MIN_FONT_PT, r["small_texts"]
 
 
-def test_no_two_labels_overlap():
-    fig = _fig(plot_pipeline(highlight="mask"))
+@pytest.mark.parametrize("kw", [dict(highlight="mask"), dict(T=4, highlight="mask"), dict(T=1, d_v=8, mask=True),
+                                dict(T=8, d_model=8, d_k=8, d_v=8, mask=True), dict(T=2, d_model=2, d_k=1)])
+def test_no_two_labels_overlap_and_it_fits(kw, bench):
+    fig = _fig(plot_pipeline(**kw))
+    assert bench.inspect_figure(fig)["width_px"] <= 880
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.axes[0].texts]

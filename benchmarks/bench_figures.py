@@ -7,7 +7,8 @@
 Prints one line (the issue's keys first, extra keys after):
 
 BENCH figures notebooks=N figures=N heatmaps=N heatmaps_unlabelled=N smallest_text_pt=F
-      widest_px=N figures_too_wide=N smallest_at=NB:cell cell_errors=N seconds=F
+      widest_px=N figures_too_wide=N heatmaps_no_axis_titles=N smallest_at=NB:cell cell_errors=N
+      seconds=F
 
 and, on stderr (and in ``--offenders``), every figure that breaks a rule, by notebook and cell.
 
@@ -27,7 +28,9 @@ Definitions (``inspect_figure``):
   tick labels, axis labels, legends, annotations, colour-bar ticks), in points at the
   DISPLAYED size: ``pt * dpi / style.DPI * min(1, style.COLUMN_PX / width_px)``, where
   ``width_px`` is the width of the PNG the notebook shows (bbox "tight" like the inline
-  backend): a figure wider than the column is shrunk by the browser, and its text with it.
+  backend): a figure wider than the column is shrunk by the browser, and its text with it;
+- extra: ``heatmaps_no_axis_titles`` counts heatmaps in figures where no heatmap axes has an
+  x or y title (nor the figure a supxlabel/supylabel): the reader cannot tell queries from keys.
 """
 from __future__ import annotations
 
@@ -121,8 +124,18 @@ def _heatmaps(fig) -> list[dict]:
             labelled = (getattr(m, "colorbar", None) is not None or _has_shared_bar(m, bars)
                         or _cell_texts(ax) >= 0.5 * np.size(arr))
             title = ax.get_title() or fig.get_suptitle() or f"axes {fig.axes.index(ax)}"
-            found.append({"title": title, "cells": int(np.size(arr)), "labelled": bool(labelled)})
+            named = bool(ax.get_xlabel().strip() or ax.get_ylabel().strip())
+            found.append({"title": title, "cells": int(np.size(arr)), "labelled": bool(labelled),
+                          "named": named})
+    if any(h["named"] for h in found) or _sup_labels(fig):  # a grid names its axes once
+        for h in found:
+            h["named"] = True
     return found
+
+
+def _sup_labels(fig) -> bool:
+    return any(t is not None and t.get_text().strip()
+               for t in (getattr(fig, "_supxlabel", None), getattr(fig, "_supylabel", None)))
 
 
 def inspect_figure(fig, dpi=None, bbox_inches="tight") -> dict:
@@ -130,7 +143,8 @@ def inspect_figure(fig, dpi=None, bbox_inches="tight") -> dict:
 
     Returns {"width_px", "height_px", "scale", "smallest_pt", "smallest_text",
     "small_texts" [(pt, text), ...] under ``style.MIN_FONT_PT``, "heatmaps",
-    "unlabelled" [titles]}; sizes are at the displayed size (see the module doc).
+    "unlabelled" [titles], "unnamed" [titles of heatmaps in a figure where no heatmap has an
+    axis title]}; sizes are at the displayed size (see the module doc).
     """
     global _busy
     dpi = float(dpi or fig.dpi)
@@ -150,7 +164,8 @@ def inspect_figure(fig, dpi=None, bbox_inches="tight") -> dict:
     return {"width_px": width, "height_px": height, "scale": round(scale, 3),
             "smallest_pt": smallest[0], "smallest_text": smallest[1][:40],
             "small_texts": [(pt, t[:40]) for pt, t in sizes if pt < style.MIN_FONT_PT][:8],
-            "heatmaps": len(heat), "unlabelled": [h["title"] for h in heat if not h["labelled"]]}
+            "heatmaps": len(heat), "unlabelled": [h["title"] for h in heat if not h["labelled"]],
+            "unnamed": [h["title"] for h in heat if not h["named"]]}
 
 
 # -- the hook, inside the notebook's kernel ----------------------------------------------
@@ -245,6 +260,8 @@ def _problems(r: dict) -> list[str]:
     if r["unlabelled"]:
         names = ", ".join(repr(t) for t in r["unlabelled"][:6])
         out.append(f"{len(r['unlabelled'])} heatmap(s) without colour bar or numbers in the cells: {names}")
+    if r.get("unnamed"):
+        out.append(f"{len(r['unnamed'])} heatmap(s) whose axes have no titles (which is queries, which keys?)")
     if r["small_texts"]:
         texts = ", ".join(f"{pt:g} pt {t!r}" for pt, t in r["small_texts"][:5])
         out.append(f"text under {style.MIN_FONT_PT:g} pt at displayed size: {texts}")
@@ -287,6 +304,7 @@ def main(argv=None) -> int:
     measured = [r for r in figures if "error" not in r]
     heatmaps = sum(r["heatmaps"] for r in measured)
     unlabelled = sum(len(r["unlabelled"]) for r in measured)
+    unnamed = sum(len(r.get("unnamed", [])) for r in measured)
     worst = min(measured, key=lambda r: r["smallest_pt"], default=None)
     smallest = worst["smallest_pt"] if worst else float("nan")
     widest = max((r["width_px"] for r in measured), default=0)
@@ -294,7 +312,8 @@ def main(argv=None) -> int:
     where = f"{pathlib.Path(worst['notebook']).stem}:{worst['cell_index']}" if worst else "-"
     print(f"BENCH figures notebooks={len(paths)} figures={len(figures)} heatmaps={heatmaps} "
           f"heatmaps_unlabelled={unlabelled} smallest_text_pt={smallest:.1f} "
-          f"widest_px={widest} figures_too_wide={too_wide} smallest_at={where} "
+          f"widest_px={widest} figures_too_wide={too_wide} heatmaps_no_axis_titles={unnamed} "
+          f"smallest_at={where} "
           f"cell_errors={len(errors)} seconds={time.perf_counter() - start:.1f}", flush=True)
     text = "\n".join(report) if report else "no figure breaks a rule"
     print(text, file=sys.stderr)

@@ -97,3 +97,13 @@ def test_the_book_plots_pass_the_measure(bench):
         assert r["unlabelled"] == [] and r["heatmaps"] >= 1
         assert r["smallest_pt"] >= style.MIN_FONT_PT, r["small_texts"]
         assert r["width_px"] <= style.COLUMN_PX
+
+
+def test_heatmaps_without_axis_titles_are_found(bench):
+    fig, _, _ = _plain_heatmap()
+    assert bench.inspect_figure(fig)["unnamed"] == ["no bar"]
+    fig2, axes = plt.subplots(1, 2, dpi=100)
+    for ax in axes:
+        ax.imshow(np.eye(3))
+    axes[0].set_ylabel("queries")  # a grid names its axes once
+    assert bench.inspect_figure(fig2)["unnamed"] == []

@@ -104,12 +104,14 @@ class _Canvas:
         return a
 
 
-def _scale_bar(canvas, stage, cx, y, cmap, vmin, vmax, ticks):
-    """A small horizontal colour scale under a matrix, with its end values."""
+def _scale_bar(canvas, stage, cx, y, cmap, ticks, steps=32):
+    """A small horizontal colour scale under a matrix (a strip of patches, not an image), end labels."""
     w, h = 0.62, 0.07
-    grad = np.linspace(0, 1, 64)[None, :]  # (1, 64)
-    canvas.add(stage, canvas.ax.imshow(grad, cmap=cmap, extent=(cx - w / 2, cx + w / 2, y - h, y),
-                                       aspect="auto", zorder=2))
+    colors = plt.get_cmap(cmap)(np.linspace(0, 1, steps))  # (steps, 4)
+    x0 = cx - w / 2
+    for i, color in enumerate(colors):
+        canvas.add(stage, canvas.ax.add_patch(Rectangle((x0 + i * w / steps, y - h), w / steps * 1.02, h,
+                                                        facecolor=color, edgecolor="none", lw=0, gid="scale")))
     canvas.text(stage, cx - w / 2, y - h - 0.04, ticks[0], va="top")
     canvas.text(stage, cx + w / 2, y - h - 0.04, ticks[1], va="top")
 
@@ -230,7 +232,7 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
     a_box = canvas.matrix("softmax", x_a, y_s, _weights_rgb(d["weights"]), "weights",
                           r"$T\times T$", "rows sum to 1", name_floor=floor)
     canvas.arrow("softmax", (last[2], y_s), (a_box[0], y_s), label="softmax")
-    _scale_bar(canvas, "softmax", x_a, a_box[1] - 0.5, style.WEIGHTS_CMAP, 0, 1, ("0", "1"))
+    _scale_bar(canvas, "softmax", x_a, a_box[1] - 0.5, style.WEIGHTS_CMAP, ("0", "1"))
     del last_stage
     # weights @ V -> output
     x_o = a_box[2] + op_gap + d_v * c / 2
@@ -239,7 +241,7 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
     canvas.arrow("output", (a_box[2], y_s), (o_box[0], y_s), label=r"$\cdot\,V$")
     canvas.arrow("output", (boxes["v"][2], y_v), ((a_box[2] + o_box[0]) / 2, y_s - 0.03),
                  connection="angle,angleA=0,angleB=90,rad=6", color=style.VALUE_COLOR)
-    _scale_bar(canvas, "scores", x_s, s_box[1] - 0.5, style.SCORES_CMAP, -1, 1, ("−", "+"))
+    _scale_bar(canvas, "scores", x_s, s_box[1] - 0.5, style.SCORES_CMAP, ("−", "+"))
     canvas.text(None, o_box[2] + 0.3, y_v - 0.12,
                 f"example numbers: T = {T}, $d_\\mathrm{{model}}$ = {d_model}, $d_k$ = {d_k}, $d_v$ = {d_v}\n"
                 "every cell shaded by its value", va="top", ha="right", color="#555555")

@@ -28,7 +28,7 @@ def test_every_matrix_is_labelled_with_its_shape():
     assert "rows sum to 1" in _texts(arts, "softmax") and "softmax" in _texts(arts, "softmax")
     assert "3×5" in _texts(arts, "output")
     # cells drawn: T x d_model for X, T x T for the weights
-    cells = lambda stage: sum(isinstance(a, Rectangle) and a.get_gid() != "frame" for a in arts[stage])  # noqa: E731
+    cells = lambda stage: sum(isinstance(a, Rectangle) and a.get_gid() is None for a in arts[stage])  # noqa: E731
     assert cells("input") == 3 * 4 and cells("softmax") == 3 * 3
     assert arts["mask"] == []  # no mask step unless asked
 
@@ -77,6 +77,7 @@ def test_fits_the_column_and_text_is_readable(kw, bench):
     fig = _fig(plot_pipeline(**kw))
     r = bench.inspect_figure(fig)
     assert r["width_px"] <= 880
+    assert r["heatmaps"] == 0  # matrices and colour scales are drawn as patches: not counted as heatmaps
     assert r["smallest_pt"] >= style.MIN_FONT_PT, r["small_texts"]
 
 

@@ -356,7 +356,8 @@ WATCH_JS = """([sel, timeoutMs]) => {
   window.__qkvWatch = new Promise((resolve) => {
     const t0 = performance.now();
     const done = (v) => { document.removeEventListener('keydown', onKey, true); resolve(v); };
-    const tick = (now) => {
+    const tick = () => {          // performance.now(), not the frame's start time: a long
+      const now = performance.now();  // step delays the frame after it, and counts
       if (tKey !== null && pixels() !== before) return done(now - tKey);
       if (performance.now() - t0 > timeoutMs) return done(null);
       requestAnimationFrame(tick);

@@ -37,6 +37,8 @@ def explorer_figure(weights, curves, d_k: int, scale: bool, query: int = 0,
     ax_b.set(ylim=(0, 1), xlabel="keys", ylabel="weight", title=f"query {query}'s weights")
     metric_vs_dk(D_KS, curves[metric]["scaled"], curves[metric]["unscaled"], ax=ax_m,
                  label=METRIC_LABELS[metric], current=d_k)
+    ax_m.set_xlabel("$d_k$")
+    ax_m.legend(fontsize=style.FONT_PT - 1, loc="upper left", frameon=False)
     if metric == "score_std":
         ax_m.set_yscale("log")
     return fig

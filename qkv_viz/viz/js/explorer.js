@@ -30,13 +30,21 @@ function allDots(q, k, n, dMax, dks) {
   return dots;
 }
 
-function stepNumbers(dots, n, dk, scale, temperature) {
-  const factor = scale ? 1 / Math.sqrt(dk) : 1;
-  const scores = new Float64Array(n * n);
-  for (let i = 0; i < n * n; i++) scores[i] = dots[i] * factor;
-  const weights = softmaxRows(scores, n, n, temperature);
+// scores = dots * factor and weights = softmax(scores / temperature) of the given rows
+// (all n rows by default): (rows.length, n) each.
+function stepNumbers(dots, n, dk, scale, temperature, rows = null) {
+  const factor = scale ? 1 / Math.sqrt(dk) : 1, count = rows ? rows.length : n;
+  const scores = new Float64Array(count * n);
+  for (let r = 0; r < count; r++) {
+    const o = (rows ? rows[r] : r) * n;
+    for (let j = 0; j < n; j++) scores[r * n + j] = dots[o + j] * factor;
+  }
+  const weights = softmaxRows(scores, count, n, temperature);
   return {factor, scores, weights};
 }
+
+// The rows (or columns) a size-pixel heatmap shows of n: nearest sampling.
+const sampled = (n, size) => Array.from({length: size}, (_, k) => Math.floor((k + 0.5) * n / size));
 
 function render({model, el}) {
   const dks = model.get("d_ks"), isStatic = Boolean(model.get("static"));
@@ -91,38 +99,56 @@ function render({model, el}) {
     curves = null;
   }
 
-  function computeCurves() {        // every metric at every d_k, scaled and unscaled
-    const {n, dots} = data;
+  // Every metric at every d_k, scaled and unscaled (summarize over all rows: 22 softmaxes
+  // of (n, n)), one (d_k, scaling) per task so that a large n does not freeze the page.
+  function computeCurves(done) {
+    const {n, dots} = data, temperature = s.temperature;
     const out = Object.fromEntries(METRIC_NAMES.map((m) => [m, {scaled: [], unscaled: []}]));
-    dks.forEach((d, t) => {
-      for (const [key, on] of [["scaled", true], ["unscaled", false]]) {
-        const r = stepNumbers(dots[t], n, d, on, s.temperature);
-        const sum = summarize(r.scores, r.weights, n, n);
-        for (const m of METRIC_NAMES) out[m][key].push(sum[m]);
-      }
-    });
-    curves = out;
-    curvesFor = s.temperature;
+    const jobs = dks.flatMap((d, t) => [[t, d, "scaled", true], [t, d, "unscaled", false]]);
+    const next = () => {
+      if (data.dots !== dots || s.temperature !== temperature) return;  // outdated: a newer run follows
+      const [t, d, key, on] = jobs.shift();
+      const r = stepNumbers(dots[t], n, d, on, temperature);
+      const sum = summarize(r.scores, r.weights, n, n);
+      for (const m of METRIC_NAMES) out[m][key][t] = sum[m];
+      if (jobs.length) update.timer = setTimeout(next, 0);
+      else { curves = out; curvesFor = temperature; done(); }
+    };
+    clearTimeout(update.timer);
+    update.timer = setTimeout(next, n > 256 ? 30 : 0);
   }
 
-  function update() {               // one step: the numbers, then every picture
-    const n = data.n;
-    numbers = stepNumbers(data.dots[dks.indexOf(s.dk)], n, s.dk, s.scale, s.temperature);
-    numbers.metrics = summarize(numbers.scores, numbers.weights, n, n);
-    numbers.row = rowDiagnostics(numbers.scores, numbers.weights, s.query * n, n);
+  // One step. The readouts' row means come from the curves when they are ready (the
+  // same summarize of the same weights); the heatmap needs only the rows it shows
+  // (all of them up to n = 320); the bars one row. The full weights are computed
+  // when asked (el.qkv.weights).
+  function update() {
+    const n = data.n, t = dks.indexOf(s.dk), dots = data.dots[t];
+    const shown = n > HS ? sampled(n, HS) : null;
+    numbers = stepNumbers(dots, n, s.dk, s.scale, s.temperature, shown);
+    numbers.shownRows = shown ? shown.length : n;
+    const one = stepNumbers(dots, n, s.dk, s.scale, s.temperature, [s.query]);
+    numbers.rowScores = one.scores;
+    numbers.rowWeights = one.weights;
+    numbers.row = rowDiagnostics(one.scores, one.weights, 0, n);
+    const ready = curves && curvesFor === s.temperature;
+    const key = s.scale ? "scaled" : "unscaled";
+    if (ready) numbers.metrics = Object.fromEntries(METRIC_NAMES.map((m) => [m, curves[m][key][t]]));
+    else {
+      const full = shown ? stepNumbers(dots, n, s.dk, s.scale, s.temperature) : numbers;
+      numbers.metrics = summarize(full.scores, full.weights, n, n);
+    }
     dkOut.textContent = String(s.dk);
     drawHeat();
     drawBarsPanel();
     drawReadouts();
-    if (curves && curvesFor === s.temperature) drawCurve();
-    else {                          // the 22 softmaxes of the curves: after this frame
-      drawCurve();
-      clearTimeout(update.timer);
-      update.timer = setTimeout(() => { computeCurves(); drawCurve(); }, n > 256 ? 30 : 0);
-    }
-    el.qkv = {settings: {...s, n, seed: model.get("seed"), head: model.get("head")},
-              weights: numbers.weights, scores: numbers.scores, metrics: numbers.metrics,
-              row: numbers.row, curves};
+    drawCurve();
+    if (!ready) computeCurves(() => { drawCurve(); if (el.qkv) el.qkv.curves = curves; });
+    const settings = {...s, n, seed: model.get("seed"), head: model.get("head")};
+    let full = shown ? null : numbers;
+    const fullNumbers = () => full || (full = stepNumbers(dots, n, settings.dk, settings.scale, settings.temperature));
+    el.qkv = {settings, metrics: numbers.metrics, row: numbers.row, curves: ready ? curves : null,
+              get weights() { return fullNumbers().weights; }, get scores() { return fullNumbers().scores; }};
   }
 
   const HX = 50, HY = 30, HS = 320;   // heatmap box in the heat canvas (CSS px)
@@ -130,7 +156,11 @@ function render({model, el}) {
     const {ctx, width, height} = heat, n = data.n;
     ctx.clearRect(0, 0, width, height);
     text(ctx, "attention weights (each row sums to 1)", HX, 18, {font: BOLD});
-    drawHeatmap(ctx, numbers.weights, n, n, lut, HX, HY, HS, HS);
+    if (n > HS) {                   // the shown rows, and of them the shown columns: (HS, HS)
+      const cols = sampled(n, HS), img = new Float64Array(HS * HS);
+      for (let r = 0; r < HS; r++) for (let c = 0; c < HS; c++) img[r * HS + c] = numbers.weights[r * n + cols[c]];
+      drawHeatmap(ctx, img, HS, HS, lut, HX, HY, HS, HS);
+    } else drawHeatmap(ctx, numbers.weights, n, n, lut, HX, HY, HS, HS);
     const cell = HS / n;
     for (const t of cellTicks(n)) {
       text(ctx, String(t), HX + (t + 0.5) * cell, HY + HS + 14, {align: "center", font: SMALL});
@@ -146,9 +176,9 @@ function render({model, el}) {
   }
 
   function drawBarsPanel() {
-    const {ctx, width, height} = bars, n = data.n, o = s.query * n;
+    const {ctx, width, height} = bars, n = data.n;
     ctx.clearRect(0, 0, width, height);
-    const w = numbers.weights.subarray(o, o + n), sc = numbers.scores.subarray(o, o + n);
+    const w = numbers.rowWeights, sc = numbers.rowScores;
     const top = {x: 46, y: 30, w: width - 56, h: 140};
     text(ctx, `query ${s.query}: its weights over the ${n} keys`, top.x, 18, {font: BOLD, colour: QUERY_COLOUR});
     const yOf = drawBars(ctx, w, top, 0, 1, (v) => lutColour(lut, v));

@@ -171,6 +171,7 @@ def inspect_figure(fig, dpi=None, bbox_inches="tight") -> dict:
 # -- the hook, inside the notebook's kernel ----------------------------------------------
 def install_hook(records_path: str) -> None:
     """Inspect every figure the kernel displays; append one JSON line per display to ``records_path``."""
+    import matplotlib
     from IPython import get_ipython
     from matplotlib.backend_bases import FigureCanvasBase
 
@@ -191,9 +192,11 @@ def install_hook(records_path: str) -> None:
             if not hasattr(fig, "_bench_id"):
                 counter[0] += 1
                 fig._bench_id = counter[0]
+            dpi = kwargs.get("dpi")  # a number, "figure" or None (both: the figure's dpi)
+            bbox = kwargs.get("bbox_inches", matplotlib.rcParams["savefig.bbox"])
             try:
-                record = inspect_figure(fig, dpi=kwargs.get("dpi") if isinstance(kwargs.get("dpi"), (int, float)) else None,
-                                        bbox_inches=kwargs.get("bbox_inches", "tight"))
+                record = inspect_figure(fig, dpi=dpi if isinstance(dpi, (int, float)) else None,
+                                        bbox_inches=bbox)
             except Exception as exc:  # a measurement must never break the chapter
                 record = {"error": repr(exc)}
             record.update(figure=fig._bench_id, cell=state["cell"], head=state["head"])

@@ -91,7 +91,8 @@ def test_the_book_plots_pass_the_measure(bench):
     w = np.random.default_rng(1).dirichlet(np.ones(12), size=(12, 12))  # (H, T, S), rows sum to 1
     figures = [plots.head_grid(w, tokens_q=tokens, tokens_k=tokens)[0].figure,
                plots.attention_heatmap(w[0, :4, :4], tokens_q=tokens[:4], tokens_k=tokens[:4]).figure,
-               plots.scores_heatmap(np.log(w[1]), tokens_q=tokens, tokens_k=tokens).figure]
+               plots.scores_heatmap(np.log(w[1]), tokens_q=tokens, tokens_k=tokens).figure,
+               plots.head_grid(w[:3, :4, :4])[0].figure]
     for fig in figures:
         r = bench.inspect_figure(fig)
         assert r["unlabelled"] == [] and r["heatmaps"] >= 1
@@ -107,3 +108,10 @@ def test_heatmaps_without_axis_titles_are_found(bench):
         ax.imshow(np.eye(3))
     axes[0].set_ylabel("queries")  # a grid names its axes once
     assert bench.inspect_figure(fig2)["unnamed"] == []
+
+
+def test_metric_vs_dk_text_is_readable(bench):
+    d_ks = np.array([1, 2, 4, 8, 16, 32, 64, 128])
+    line = plots.metric_vs_dk(d_ks, d_ks * 0 + 0.3, np.linspace(0.3, 1, 8), label="max weight", current=16)[0]
+    r = bench.inspect_figure(line.figure)
+    assert r["smallest_pt"] >= style.MIN_FONT_PT and r["heatmaps"] == 0

@@ -2,6 +2,7 @@
 
     python benchmarks/run.py            # all
     python benchmarks/run.py widget     # only files whose name contains "widget"
+    python benchmarks/run.py figures    # the book's figures (runs every notebook, ~2-4 min; offenders on stderr)
 """
 from __future__ import annotations
 

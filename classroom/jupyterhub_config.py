@@ -24,6 +24,7 @@ QKV_HUB_PROXY     [configurable-http-proxy]  the proxy command (``make classroom
 QKV_BOOK_PYTHON   [this Python]  the Python of the book's environment (``.venv/bin/python``)
 QKV_BOOK_REPO     [this checkout]  the git repository students get the book from, by nbgitpuller
 QKV_BOOK_BRANCH   [main]
+QKV_HUB_EXTRA_ARGS []     more command-line options for every student's server
 QKV_HUB_API_TOKEN []      if set, a service "classroom" with this token may manage users and
                   servers and use their servers' APIs (``make classroom`` uses it)
 
@@ -115,6 +116,7 @@ c.Spawner.args = [  # the same offline JupyterLab as `make lab`
     "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     "--LabApp.extension_manager=readonly",
 ]
+c.Spawner.args += env("QKV_HUB_EXTRA_ARGS", "").split()  # e.g. tests expose the app in the browser
 if env("QKV_HUB_SPAWNER", "systemd") == "local" and os.geteuid() == 0:
     c.Spawner.args.append("--allow-root")  # containers and CI run as root; servers refuse otherwise
 c.Spawner.environment = {"MPLBACKEND": "module://matplotlib_inline.backend_inline",

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 from pathlib import Path
 from urllib.parse import urlencode
@@ -76,7 +77,8 @@ class Hub:
                    QKV_HUB_INTERNAL_PORT=str(free_port()), QKV_HUB_PROXY_API_PORT=str(free_port()),
                    QKV_HUB_PROXY=str(PROXY), QKV_BOOK_PYTHON=sys.executable,
                    QKV_BOOK_REPO=str(ROOT), QKV_BOOK_BRANCH=current_branch(),
-                   QKV_HUB_API_TOKEN=self.token, QKV_HUB_MEM_LIMIT=self.mem_limit, QKV_HUB_IDLE="3600")
+                   QKV_HUB_API_TOKEN=self.token, QKV_HUB_MEM_LIMIT=self.mem_limit, QKV_HUB_IDLE="3600",
+                   QKV_HUB_EXTRA_ARGS="--LabApp.expose_app_in_browser=True")  # the browser readers' handle
         env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
         return env
 
@@ -261,7 +263,7 @@ async def drive_explorer(hub: Hub, users: list[str], steps: int = 10) -> list[fl
 
 def _drive_explorer_sync(hub: Hub, users: list[str], steps: int) -> list[float]:
     sys.path.insert(0, str(ROOT / "tests"))
-    from browser_harness import CHROMIUM_ARGS, chromium_path
+    from browser_harness import BUSY_JS, CHROMIUM_ARGS, OPEN_JS, RUN_ALL_JS, chromium_path
     from playwright.sync_api import sync_playwright
 
     times = []
@@ -269,25 +271,27 @@ def _drive_explorer_sync(hub: Hub, users: list[str], steps: int) -> list[float]:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, headless=True)
         for user in users:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.set_default_timeout(180_000)
             page.goto(f"{hub.url}/hub/login")
             page.fill("input[name=username]", user)
             page.fill("input[name=password]", hub.password)
             page.click("input[type=submit], button[type=submit]")
-            page.wait_for_url("**/lab/**", timeout=120_000)
-            page.goto(f"{hub.url}/user/{user}/lab/tree/{BOOK}/{chapter_path('04')}")
-            page.wait_for_selector(".jp-Notebook", timeout=120_000)
-            page.keyboard.press("Escape")
-            page.evaluate("""() => window.jupyterapp && window.jupyterapp.commands.execute('notebook:run-all-cells')""")
-            slider = page.locator(".jp-OutputArea-output input[type=range]").first
-            slider.wait_for(timeout=240_000)
+            page.wait_for_url("**/lab/**")
+            page.wait_for_function("() => window.jupyterapp !== undefined")
+            page.evaluate("async () => { await window.jupyterapp.restored; }")
+            page.evaluate(OPEN_JS, f"{BOOK}/{chapter_path('04')}")
+            page.evaluate(RUN_ALL_JS)
+            deadline = time.monotonic() + 300
+            while page.evaluate(BUSY_JS) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            slider = page.locator(".jp-OutputArea-output input.qkv-dk-slider").first
             canvas = page.locator(".jp-OutputArea-output canvas").first
-            canvas.wait_for(timeout=60_000)
             slider.scroll_into_view_if_needed()
-            for _ in range(steps):
+            for i in range(steps):
                 before = canvas.evaluate("c => c.toDataURL()")
                 slider.focus()
                 t0 = time.perf_counter()
-                page.keyboard.press("ArrowRight")
+                page.keyboard.press("ArrowLeft" if i % 2 else "ArrowRight")
                 page.wait_for_function("([c, b]) => c.toDataURL() !== b", arg=[canvas.element_handle(), before],
                                        timeout=10_000, polling="raf")
                 times.append((time.perf_counter() - t0) * 1e3)
@@ -312,29 +316,40 @@ async def run_class(readers: int, chapters: list[str], browsers: int, workdir: P
         rss = {}
 
         async def reader(user):
+            mine = []
             for ch in chapters:
                 async with gate:
                     try:
                         out = await hub.run_chapter(user, ch, keep_kernel=True)
                     except Exception as exc:  # a failure of the class, reported, not raised
                         out = dict(ok=False, error=repr(exc))
+                if out.get("session"):
+                    mine.append(out["session"])
                 if out["ok"]:
                     result["chapters_run"] += 1
                 else:
                     result["failures"] += 1
                     result["errors"].append(f"{user} chapter {ch}: {out.get('error')} (cell {out.get('cell')})")
             rss[user] = hub.user_rss_mib(user)
-            for s in await hub.api("GET", f"/user/{user}/api/sessions"):
-                await hub.api("DELETE", f"/user/{user}/api/sessions/{s['id']}")
+            for session in mine:  # only this reader's kernels (a classmate's may still be running)
+                await hub.api("DELETE", f"/user/{user}/api/sessions/{session}")
 
         watchers = users[1:1 + browsers] if misbehaving else users[:browsers]
         limit = psutil.virtual_memory().total if not hub.mem_limit else _bytes(hub.mem_limit)
         jobs = [reader(u) for u in users]
         bad = misbehave(hub, users[0], seconds=20, limit_bytes=limit) if misbehaving and readers > 1 else None
-        slider = drive_explorer(hub, watchers)
-        outcome = await asyncio.gather(slider, *(jobs + ([bad] if bad else [])))
+        outcome = await asyncio.gather(drive_explorer(hub, watchers), *(jobs + ([bad] if bad else [])),
+                                       return_exceptions=True)
         times = outcome[0]
-        if bad:
+        if isinstance(times, Exception):  # a reader whose browser failed is a failure of the class
+            result["failures"] += 1
+            result["errors"].append("browser readers: " + "".join(traceback.format_exception(times))[-1500:])
+            times = []
+        for o in outcome[1:]:
+            if isinstance(o, Exception):
+                result["failures"] += 1
+                result["errors"].append("".join(traceback.format_exception(o))[-1500:])
+        if bad and isinstance(outcome[-1], dict):
             result["misbehaving_alloc"] = outcome[-1]["alloc_status"]
         result["p95_slider_ms"] = float(_percentile(times, 95)) if times else float("nan")
         result["median_slider_ms"] = float(_percentile(times, 50)) if times else float("nan")

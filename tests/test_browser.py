@@ -75,7 +75,11 @@ def _run_clean(book, name: str) -> None:
     book.open(name)
     book.run_all()
     problems = book.problems()
-    book.screenshot_notebook(ARTIFACTS / f"{book.frontend}_{pathlib.Path(name).stem}.png")
+    stem = f"{book.frontend}_{pathlib.Path(name).stem}"
+    book.screenshot_notebook(ARTIFACTS / f"{stem}.png")
+    figures = book.page.locator(".qkv-figure")
+    for i in range(figures.count()):  # each interactive figure as the reader sees it
+        figures.nth(i).screenshot(path=ARTIFACTS / f"{stem}_figure{i + 1}.png")
     assert not problems, f"{name} in {book.frontend}:\n" + "\n".join(problems)
 
 

@@ -8,7 +8,7 @@
 
 function render({model, el}) {
   const isStatic = Boolean(model.get("static"));
-  const sentence = numberInput("qkv-sentence", model.get("sentence"), "sentence", "min(640px, 90%)");
+  const sentence = numberInput("qkv-sentence", model.get("sentence"), "sentence", "520px");
   sentence.setAttribute("inputmode", "text");
   if (isStatic) { sentence.disabled = true; sentence.title = "needs Python: open the notebook and run it"; }
   const layer = rangeInput("qkv-layer", 0, model.get("n_layers") - 1, 1, model.get("layer"), "layer");
@@ -31,7 +31,8 @@ function render({model, el}) {
   }
 
   function draw() {
-    const {tokens, T, H, weights} = data, cols = Math.min(4, H), rows = Math.ceil(H / cols);
+    // at most 4 panels a row; 3 when there are many tokens, so their 11 px labels do not touch
+    const {tokens, T, H, weights} = data, cols = Math.min(T > 12 ? 3 : 4, H), rows = Math.ceil(H / cols);
     const left = 84, gap = 14, panel = Math.floor((840 - left - 60 - gap * (cols - 1)) / cols);
     const titleH = 20, bottom = 80, cell = panel / T;
     const c = makeCanvas("qkv-head-grid", left + cols * (panel + gap) + 60, rows * (panel + titleH + gap) + bottom);

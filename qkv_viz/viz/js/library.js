@@ -13,6 +13,7 @@ function render({model, el}) {
   const dK = keys.length / nBooks, dV = values.length / nBooks;
   const valueAxes = model.get("value_axes"), keyAxes = model.get("key_axes");
   const keyName = (i) => (keyAxes[i] ? `key[${i}]: ${keyAxes[i]}` : `key[${i}]`);
+  const queryName = (i) => (keyAxes[i] ? `query[${i}] (${keyAxes[i]})` : `query[${i}]`);
   const lut = bytesOf(model.get("lut"));
   // ---- controls: temperature on a log scale (10^-2 .. 10^2), the query's two coordinates
   const temp = rangeInput("qkv-temperature", -2, 2, 0.05, Math.log10(model.get("temperature")), "temperature (log scale)");
@@ -26,8 +27,8 @@ function render({model, el}) {
   const table = h("table", {class: "qkv-readouts qkv-weights"});
   const root = h("div", {class: "qkv-figure qkv-library"}, [
     h("div", {class: "qkv-row"}, [labelled("temperature", temp), tempOut]),
-    h("div", {class: "qkv-row"}, [labelled(`query[0] (${keyName(0)})`, qs[0]), qOut[0],
-                                  labelled(`query[1] (${keyName(1)})`, qs[1]), qOut[1]]),
+    h("div", {class: "qkv-row"}, [labelled(queryName(0), qs[0]), qOut[0],
+                                  labelled(queryName(1), qs[1]), qOut[1]]),
     message,
     h("div", {class: "qkv-row qkv-top"}, [plane.canvas, bars.canvas]), table]);
   el.append(root);
@@ -76,7 +77,7 @@ function render({model, el}) {
       text(ctx, String(b + 1), X(kx) + 6, Y(ky) - 6, {font: BOLD, colour: KEY_COLOUR});
     }
     arrow(s.query[0], s.query[1], QUERY_COLOUR, 2, [5, 3]);
-    text(ctx, "query", X(s.query[0]) + 6, Y(s.query[1]) + 14, {font: BOLD, colour: QUERY_COLOUR});
+    text(ctx, "query", X(s.query[0]) - 4, Y(s.query[1]) - 8, {align: "right", font: BOLD, colour: QUERY_COLOUR});
     text(ctx, keyName(0), box.x + box.w / 2, box.y + box.h + 18, {align: "center"});
     text(ctx, keyName(1), 12, box.y + box.h / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
   }

@@ -130,6 +130,7 @@ def test_pages_load_offline_with_maths_and_navigation(site, server, browser):
     page.close()
 
 
+CANVASES_JS = "(root) => [...root.querySelectorAll('canvas')].map(c => c.toDataURL()).join('|')"
 FIGURES_JS = "() => [...document.querySelectorAll('.qkv-static')].map(e => e.id)"
 
 
@@ -148,15 +149,44 @@ def test_every_interactive_figure_moves_without_a_kernel(site, server, browser):
             slider = root.locator("input[type=range]").first
             if slider.count() == 0:
                 continue
-            before = root.locator("canvas").first.evaluate("c => c.toDataURL()")
+            before = root.evaluate(CANVASES_JS)
+            value, lo, hi = slider.evaluate("s => [s.value, s.min, s.max].map(Number)")
             slider.focus()
-            page.keyboard.press("ArrowRight")
-            page.keyboard.press("ArrowRight")
+            key = "ArrowLeft" if value >= hi else "ArrowRight"
+            page.keyboard.press(key)
+            page.keyboard.press(key)
             page.wait_for_timeout(150)
-            after = root.locator("canvas").first.evaluate("c => c.toDataURL()")
+            assert slider.evaluate("s => Number(s.value)") != value, f"{html_page.name}: slider did not move"
+            after = root.evaluate(CANVASES_JS)
             assert after != before, f"{html_page.name}: figure {names[k]} did not redraw"
         assert page.qkv_foreign == [] and page.qkv_errors == [], (html_page.name, page.qkv_errors)
         page.close()
     assert sum(len(v) for v in figures.values()) == info["live_figures"], (figures, info)
     (REPO / "artifacts").mkdir(exist_ok=True)
     (REPO / "artifacts" / "site_figures.json").write_text(json.dumps(figures, indent=1))
+
+
+def test_the_scaling_explorer_page_computes_the_cores_numbers(site, server, browser):
+    """Chapter 4's page (no kernel): over d_k x scaling x temperature the explorer's weights and
+    readouts equal the math core's, and unscaled d_k = 1024 rows are (nearly) one-hot."""
+    from test_browser import D_KS, SET_RANGE_JS, SLIDER, TOGGLE, assert_equals_core, browser_numbers
+
+    out_dir, _ = site
+    page = open_page(browser, f"{server}/{next(out_dir.glob('04_*.html')).name}")
+    fig = page.locator(".qkv-static .qkv-explorer").first
+    fig.wait_for()
+    fig.scroll_into_view_if_needed()
+    seed = browser_numbers(fig)["settings"].get("seed", 0)  # the chapter's explorer uses seed 0
+    for temperature in ("1", "0.5"):
+        fig.locator(".qkv-temperature").fill(temperature)
+        for scale in (True, False):
+            if fig.locator(TOGGLE).is_checked() != scale:
+                fig.locator(TOGGLE).click()
+            for t in (0, 3, 6, len(D_KS) - 1):
+                fig.locator(SLIDER).evaluate(SET_RANGE_JS, t)
+                assert_equals_core(browser_numbers(fig), seed)
+    out = browser_numbers(fig)  # the last setting: d_k = 1024, unscaled
+    assert (out["settings"]["dk"], out["settings"]["scale"]) == (1024, False)
+    assert out["metrics"]["max_weight"] > 0.9
+    assert page.qkv_foreign == [] and page.qkv_errors == [], page.qkv_errors
+    page.close()

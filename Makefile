@@ -35,8 +35,11 @@ $(LAB_SETTINGS): jupyter/overrides.json $(STAMP)
 lab: env
 	$(PY) scripts/lab.py
 
+# One BLAS/OpenMP thread per process (see scripts/run_notebooks.py): stable timings on 2 cores.
+ONE_THREAD := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+
 test: env classroom-deps
-	MPLBACKEND=Agg $(PY) -m pytest tests $(NOTEBOOKS) --nbval-lax \
+	$(ONE_THREAD) MPLBACKEND=Agg $(PY) -m pytest tests $(NOTEBOOKS) --nbval-lax \
 		--sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 test-fast: env

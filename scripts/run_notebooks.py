@@ -30,8 +30,16 @@ def run(path: str) -> float:
     return elapsed
 
 
+# One BLAS/OpenMP thread per kernel: the book's matrices are small, and on a shared 2-core
+# machine two threads per product made small cells up to 10x slower (measured on chapters 4, 9).
+# The Makefile's test target sets the same, so nbval runs the notebooks as they were executed.
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 def main(paths: list) -> int:
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    for name, value in ONE_THREAD.items():
+        os.environ.setdefault(name, value)
     total = 0.0
     for i, path in enumerate(paths, 1):
         print(f"[{i}/{len(paths)}] {path} ...", end=" ", flush=True)

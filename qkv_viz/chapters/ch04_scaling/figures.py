@@ -42,11 +42,11 @@ def variance_figure(d_ks, var_unscaled, var_scaled):
 
 
 def softmax_sharpness_figure(c, sat, S: int):
-    """What does softmax do to a row as the spread c of its logits grows? Two panels."""
+    """What does softmax do to a row as the spread c of its scores grows? Two panels."""
     fig, (a, b) = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.36), constrained_layout=True)
     a.plot(c, sat["max_weight"], "o-", color=style.SERIES[0], label="max weight")
     a.plot(c, sat["effective_tokens"] / S, "s--", color=style.SERIES[1], label=f"effective keys / {S}")
-    a.axhline(1 / S, color="gray", lw=0.8, ls=":")
+    a.axhline(1 / S, color="gray", lw=0.8, ls=":", label=f"lowest possible: 1/{S}")
     a.set_ylim(0, 1.05)
     a.set_title("how sharp is the row?")
     a.legend(loc="center left")
@@ -58,7 +58,7 @@ def softmax_sharpness_figure(c, sat, S: int):
                xytext=(0.02, 0.12), textcoords="axes fraction", arrowprops=dict(arrowstyle="->", lw=0.8))
     for ax in (a, b):
         ax.set_xscale("log")
-        ax.set_xlabel(f"spread c of the logits (std), rows of {S} keys")
+        ax.set_xlabel(f"spread c of the scores (std), rows of {S} keys")
     return fig
 
 

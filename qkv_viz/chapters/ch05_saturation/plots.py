@@ -142,7 +142,7 @@ def debug_grid(runs: dict, names=None, step: int = 0, limit: float = 5.0):
         c.hist(scores.ravel(), bins=30, color=COLORS.get(name, "gray"))
         c.set_xlabel(f"all {scores.size} scores")
         c.set_ylabel("count")
-        c.set_title(f"row std {score_std(scores).mean():.2g}")
+        c.set_title(f"mean row std {score_std(scores).mean():.3g}")
     fig.colorbar(im_s, ax=axes[:, 0], shrink=0.5, label=f"score (colours clipped at ±{limit:g})")
     fig.colorbar(im_w, ax=axes[:, 1], shrink=0.5, label=style.WEIGHTS_LABEL, ticks=np.linspace(0, 1, 5))
     return fig

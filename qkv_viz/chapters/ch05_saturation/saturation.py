@@ -290,7 +290,7 @@ def config_for(name: str, base: SaturationConfig) -> SaturationConfig:
     """The config of one of the chapter's named runs (see ``RUNS``), built from ``base``.
 
     scaled: factor 1/sqrt(d_k); unscaled: factor 1; over-scaled: factor 1/d_k
-    (logits too small); small init: factor 1 and W_q, W_k drawn with
+    (scores too small); small init: factor 1 and W_q, W_k drawn with
     ``control_init_std`` so the step-0 scores equal the scaled run's.
     """
     if name == "scaled":
@@ -343,21 +343,24 @@ def seed_sweep(seeds=(0, 1, 2), d_k: int = 512, steps: int = 60, **overrides) ->
 
 def summary_table(runs: dict) -> str:
     """A fixed-width text table of the key numbers of each run (rounded, deterministic)."""
-    head = f"{'run':<12}{'score std':>10}{'entropy':>9}{'max w':>7}{'|g_Wq| batch':>13}" \
-           f"{'|g_Wq| median':>14}{'acc@end':>9}{'steps to 90%':>14}"
-    lines = [head, "  (first four columns at step 0)"]
+    groups = f"{'':<12}{' at step 0 ':-^54} {' outcome ':-^22}"
+    head = f"{'run':<12}{'score std':>10}{'entropy':>9}{'max w':>7}{'|g_Wq| batch':>14}" \
+           f"{'|g_Wq| median':>15}{'acc@end':>9}{'steps to 90%':>14}"
+    lines = [groups, head]
     for name, r in runs.items():
         reach = r.steps_to(0.9)
         lines.append(f"{name:<12}{r.score_std[0]:>10.2f}{r.entropy[0]:>9.2f}{r.max_weight[0]:>7.2f}"
-                     f"{r.grad_norm_q[0]:>13.2g}{r.grad_q_median[0]:>14.1e}{r.final_acc():>9.2f}"
+                     f"{r.grad_norm_q[0]:>14.2g}{r.grad_q_median[0]:>15.1e}{r.final_acc():>9.2f}"
                      f"{'never' if reach is None else reach:>14}")
+    T = next(iter(runs.values())).config.seq_len if runs else 1
+    lines.append(f"(entropy in nats: 0 for a one-hot row, ln {T} = {np.log(T):.2f} for a uniform one)")
     return "\n".join(lines)
 
 
 def diagnose(scores, low: float = 0.3, high: float = 3.0) -> str:
     """Read an attention failure off the scores (..., T, S) before softmax.
 
-    Mean row std of the scores below ``low``: "uniform" (logits too small, every
+    Mean row std of the scores below ``low``: "uniform" (scores too small, every
     key gets about 1/S); above ``high``: "saturated" (near one-hot rows, almost no
     gradient through the softmax for most rows); otherwise "healthy".
     """

@@ -52,13 +52,21 @@ def plot_curve(runs: dict, key: str, ax=None, window: int = 1, log: bool = False
     return lines
 
 
-def training_panel(runs: dict, keys=("loss", "acc", "grad_norm_q", "grad_q_median"), window: int = 5):
-    """Small multiples of the training curves (gradient norms on a log axis). Returns the figure."""
+def training_panel(runs: dict, keys=("loss", "acc", "grad_norm_q", "grad_q_median"), window: int = 5,
+                   chance: float | None = None):
+    """Small multiples of the training curves (gradient norms on a log axis). Returns the figure.
+
+    ``chance``: accuracy of a random guess, drawn as a dotted line on the accuracy panel.
+    """
     width = min(style.COLUMN_WIDTH - 0.3, 2.15 * len(keys))  # room for the tight bbox's margin
     fig, axes = plt.subplots(1, len(keys), figsize=(width, 2.9), constrained_layout=True)
     for ax, key in zip(np.atleast_1d(axes), keys):
         plot_curve(runs, key, ax=ax, window=1 if key.startswith("grad") else window,
                    log=key.startswith("grad"))
+        if key == "acc" and chance is not None:
+            ax.axhline(chance, color="gray", lw=0.8, ls=":")
+            ax.text(ax.get_xlim()[1], chance, f"chance {chance:.0%}", ha="right", va="bottom",
+                    color="dimgray", fontsize=style.MIN_FONT_PT)
     fig.legend(*np.atleast_1d(axes)[0].get_legend_handles_labels(), loc="outside lower center",
                ncols=len(runs), frameon=False)
     return fig

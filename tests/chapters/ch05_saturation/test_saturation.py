@@ -266,6 +266,10 @@ def test_plots_draw(four):
     assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
     assert [ln.get_color() for ln in fig.axes[0].lines] == [sp.COLORS[n] for n in four]
     np.testing.assert_allclose(fig.axes[0].lines[1].get_ydata(), sp.smooth(four["unscaled"].loss, 5))
+    with_chance = sp.training_panel(four, chance=0.18)
+    (chance,) = [ln for ln in with_chance.axes[1].lines if ln.get_linestyle() == ":"]
+    assert chance.get_ydata()[0] == pytest.approx(0.18) and len(fig.axes[1].lines) == 4
+    assert any(t.get_text() == "chance 18%" for t in with_chance.axes[1].texts)
     fig2 = sp.attention_snapshots(four)
     heatmaps = [ax for ax in fig2.axes if ax.images]
     assert len(heatmaps) == 12 and len(fig2.axes) == 12 + 1  # 4 runs x 3 steps, plus one shared colour bar

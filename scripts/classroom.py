@@ -131,7 +131,7 @@ class Hub:
         return resp.body if raw else (json.loads(resp.body) if resp.body else None)
 
     async def start_server(self, user: str, timeout: float = 240) -> None:
-        await self.api("POST", f"/hub/api/users/{user}/server")
+        await self.api("POST", f"/hub/api/users/{user}/server", timeout=timeout)  # 201, or 202 pending
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             model = await self.api("GET", f"/hub/api/users/{user}")
@@ -308,10 +308,18 @@ async def run_class(readers: int, chapters: list[str], browsers: int, workdir: P
     result = dict(readers=readers, servers_started=0, chapters_run=0, failures=0, errors=[])
     async with Hub(workdir) as hub:
         await hub.api("POST", "/hub/api/users", {"usernames": users})
-        started = await asyncio.gather(*(hub.start_server(u) for u in users), return_exceptions=True)
-        result["servers_started"] = sum(not isinstance(s, Exception) for s in started)
-        result["errors"] += [repr(s) for s in started if isinstance(s, Exception)]
-        await asyncio.gather(*(hub.pull_book(u) for u in users))
+        spawning = asyncio.Semaphore(concurrency)  # a class logs in over a minute, not in one instant
+
+        async def arrive(user):
+            async with spawning:
+                await hub.start_server(user)
+                await hub.pull_book(user)
+
+        arrived = await asyncio.gather(*(arrive(u) for u in users), return_exceptions=True)
+        result["servers_started"] = sum(not isinstance(a, Exception) for a in arrived)
+        result["errors"] += [f"{u}: {a!r}" for u, a in zip(users, arrived) if isinstance(a, Exception)]
+        result["failures"] += len(users) - result["servers_started"]
+        users = [u for u, a in zip(users, arrived) if not isinstance(a, Exception)]
         gate = asyncio.Semaphore(concurrency)
         rss = {}
 
@@ -337,7 +345,7 @@ async def run_class(readers: int, chapters: list[str], browsers: int, workdir: P
         watchers = users[1:1 + browsers] if misbehaving else users[:browsers]
         limit = psutil.virtual_memory().total if not hub.mem_limit else _bytes(hub.mem_limit)
         jobs = [reader(u) for u in users]
-        bad = misbehave(hub, users[0], seconds=20, limit_bytes=limit) if misbehaving and readers > 1 else None
+        bad = misbehave(hub, users[0], seconds=20, limit_bytes=limit) if misbehaving and len(users) > 1 else None
         outcome = await asyncio.gather(drive_explorer(hub, watchers), *(jobs + ([bad] if bad else [])),
                                        return_exceptions=True)
         times = outcome[0]

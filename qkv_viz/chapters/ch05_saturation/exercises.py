@@ -15,7 +15,7 @@ from qkv_viz.core.diagnostics import score_std
 from qkv_viz.core.projections import init_projection, project
 
 VERDICTS = ("saturated", "uniform", "healthy")
-D_MODEL_EX2, D_K_EX2 = 64, 128  # exercise 2: a width the chapter did not train
+D_MODEL_EX2, D_K_EX2, X_STD_EX2 = 64, 128, 2.0  # exercise 2: a width and inputs the chapter did not train
 STUB = "No answer yet: your function still returns None. Write its body, then run the cell again."
 
 
@@ -79,25 +79,39 @@ def check_adam_step(fn, seed=None) -> Feedback:
 
 
 # ---------------------------------------------------------------- exercise 2: the control's init
-def check_control_init_std(answer) -> Feedback:
-    """Exercise 2: init std of W_q, W_k (d_model = 64) that gives unscaled scores std 1 at d_k = 128."""
-    from qkv_viz.chapters.ch05_saturation.saturation import control_init_std  # torch only needed here
+def control_init_std_for(d_model: int, d_k: int, x_std: float = 1.0) -> float:
+    """Init std of W_q, W_k giving unscaled scores std 1, for inputs x whose entries have std ``x_std``.
 
+    An entry of q = x W_q has variance d_model * x_std^2 * std^2; q . k adds d_k products, so
+    Var(q . k) = d_k * (d_model * x_std^2 * std^2)^2 = 1  =>  std = 1 / (x_std * sqrt(d_model) * d_k^(1/4)).
+    """
+    return 1.0 / (x_std * np.sqrt(d_model) * d_k ** 0.25)
+
+
+def _start_spread(std: float) -> float:
+    """Std of the unscaled scores at step 0 with init ``std``, for exercise 2's sizes and inputs."""
+    return D_MODEL_EX2 * X_STD_EX2 ** 2 * std ** 2 * np.sqrt(D_K_EX2)
+
+
+def check_control_init_std(answer) -> Feedback:
+    """Exercise 2: init std of W_q, W_k (d_model 64, inputs of std 2) giving unscaled scores std 1 at d_k = 128."""
     if answer is None:
         return no_answer()
-    expected = control_init_std(D_MODEL_EX2, D_K_EX2)
+    expected = control_init_std_for(D_MODEL_EX2, D_K_EX2, X_STD_EX2)
     fb = check_close(answer, expected, rtol=0.02, atol=0.0,
-                     hint="an entry of q = x W_q has variance d_model * std^2; q . k adds d_k products, "
-                          "so Var(q . k) = d_k * (d_model * std^2)^2. Set it to 1 and solve for std.")
+                     hint="an entry of q = x W_q has variance d_model * Var(x) * std^2; q . k adds d_k products, "
+                          "so Var(q . k) = d_k * (d_model * Var(x) * std^2)^2. Set it to 1 and solve for std.")
     if fb.correct or fb.pending:
         return fb
     try:
         std = float(answer)
     except (TypeError, ValueError):
         return fb
-    spread = D_MODEL_EX2 * std ** 2 * np.sqrt(D_K_EX2)  # std of q . k with this init
-    return Feedback(False, f"With that std the unscaled scores would start with std {spread:.3g}, not 1. "
-                           + fb.message)
+    note = ""
+    if np.isclose(std, control_init_std_for(D_MODEL_EX2, D_K_EX2), rtol=0.02):
+        note = "That is the std for inputs of variance 1; here each entry of x has variance 4. "
+    return Feedback(False, f"With that std the unscaled scores would start with std {_start_spread(std):.3g}, "
+                           "not 1. " + note + fb.message)
 
 
 # ---------------------------------------------------------------- exercise 3: a mystery model

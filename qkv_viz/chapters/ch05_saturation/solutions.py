@@ -16,9 +16,10 @@ def adam_step(w, g, m, v, t, lr):
     return w - lr * m_hat / (np.sqrt(v_hat) + 1e-8), m, v
 
 
-# 2. Var(q . k) = d_k * (d_model * std^2)^2 = 1  =>  std = 1 / (sqrt(d_model) * d_k ** 0.25)
-#    = 1 / (8 * 128 ** 0.25) ~ 0.0372 for d_model = 64, d_k = 128.
-CONTROL_INIT_STD_128 = float(1 / (np.sqrt(64) * 128 ** 0.25))
+# 2. With inputs of variance 4, an entry of q = x W_q has variance d_model * 4 * std^2, so
+#    Var(q . k) = d_k * (4 * d_model * std^2)^2 = 1  =>  std = 1 / (2 * sqrt(d_model) * d_k ** 0.25)
+#    = 1 / (2 * 8 * 128 ** 0.25) ~ 0.0186 for d_model = 64, d_k = 128 (half the unit-input answer).
+CONTROL_INIT_STD_128 = float(1 / (2 * np.sqrt(64) * 128 ** 0.25))
 
 # 3. The scores' rows have a std of a few thousandths (tiny init, std 0.01): every weight is
 #    about 1/16, the rows are uniform.

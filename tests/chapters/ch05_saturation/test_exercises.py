@@ -77,11 +77,28 @@ def test_adam_mistakes_are_named(wrong, says):
 
 
 def test_control_init_std_wrong_answers_say_the_resulting_spread():
-    default = 1 / np.sqrt(64)  # the usual init: scores would have std sqrt(128)
+    default = 1 / np.sqrt(64)  # the usual init: with inputs of variance 4, scores would have std 4 sqrt(128)
     fb = ch05.check_control_init_std(default)
-    assert not fb.correct and f"{np.sqrt(128):.3g}" in fb.message
+    assert not fb.correct and f"{4 * np.sqrt(128):.3g}" in fb.message
     assert format(sol.CONTROL_INIT_STD_128, ".3g") not in fb.message
     assert not ch05.check_control_init_std("small").correct
+
+
+def test_control_init_std_unit_input_answer_is_told_about_the_inputs():
+    from qkv_viz.chapters.ch05_saturation.saturation import control_init_std
+    unit = control_init_std(64, 128)  # the chapter's formula, for unit-variance inputs
+    fb = ch05.check_control_init_std(unit)
+    assert not fb.correct and "variance 4" in fb.message and f"{4:.3g}" in fb.message
+
+
+def test_control_init_std_for_gives_unit_spread():
+    rng = np.random.default_rng(0)
+    std = ch05.control_init_std_for(64, 128, x_std=2.0)
+    x = 2.0 * rng.standard_normal((400, 64))  # (n, d_model), entries of variance 4
+    q = x @ (std * rng.standard_normal((64, 128)))  # (n, 64) @ (64, 128) -> (n, 128)
+    k = x @ (std * rng.standard_normal((64, 128)))
+    assert np.std(q @ k.T) == pytest.approx(1.0, rel=0.1)  # (n, 128) @ (128, n) -> (n, n)
+    assert ch05.control_init_std_for(64, 128) == pytest.approx(2 * std)
 
 
 def test_mystery_is_judged_by_diagnose():

@@ -61,15 +61,28 @@ def chapter_title(nb) -> str:
 
 
 def chapter_line(nb) -> str:
-    """One line about the chapter: its '**Goal:**' sentence, else its first paragraph."""
+    """One line about the chapter (Markdown): its '**Goal:**' paragraph, else its first one;
+    a bulleted goal becomes one sentence."""
     for cell in nb.cells:
         if cell.cell_type != "markdown":
             continue
         for para in re.split(r"\n\s*\n", cell.source):
             para = para.strip()
             if para and not para.startswith("#"):
-                return re.sub(r"^\*\*Goal:?\*\*:?\s*", "", para).replace("\n", " ")
+                para = re.sub(r"^\*\*Goal:?\*\*:?\s*", "", para)
+                items = [line.strip()[2:].strip() for line in para.splitlines() if line.strip().startswith("- ")]
+                if items:
+                    para = "; ".join(i.rstrip(";.") for i in items) + "."
+                return para.replace("\n", " ")
     return ""
+
+
+def markdown_inline(text: str) -> str:
+    """Markdown of one line as HTML (nbconvert's renderer; $maths$ is left for MathJax)."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    out = markdown2html_mistune(text).strip()
+    return out[3:-4] if out.startswith("<p>") and out.endswith("</p>") else out
 
 
 def static_copy(nb):
@@ -107,15 +120,17 @@ def nav_html(pages: list[dict], i: int) -> str:
 def index_html(pages: list[dict]) -> str:
     items = "\n".join(
         f"<li><a href='{p['file']}'>{html.escape(p['title'])}</a><br>"
-        f"<span class='qkv-line'>{html.escape(p['line'])}</span></li>" for p in pages)
+        f"<span class='qkv-line'>{markdown_inline(p['line'])}</span></li>" for p in pages)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(TITLE)}</title>
-<link rel="stylesheet" href="static/site.css"><link rel="icon" href="data:,"></head>
+<link rel="stylesheet" href="static/site.css"><link rel="icon" href="data:,">
+<script>window.MathJax = {{tex: {{inlineMath: [['$', '$']]}}, svg: {{fontCache: 'global'}}}};</script>
+<script defer src="static/mathjax/tex-svg.js"></script></head>
 <body><div class="qkv-index">
 <h1>qkv-viz</h1>
-<p><strong>{html.escape(TITLE)}</strong></p>
+<p><strong>Query, Key and Value, computed and drawn</strong></p>
 <p>{html.escape(BLURB)}</p>
 <ol start="0">
 {items}

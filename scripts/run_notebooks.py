@@ -23,6 +23,7 @@ def run(path: str) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     client = NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=True,
+                            coalesce_streams=True,  # a %%torch cell's lines arrive one by one: save one block
                             resources={"metadata": {"path": os.path.dirname(path) or "."}})
     client.execute()
     elapsed = time.perf_counter() - start

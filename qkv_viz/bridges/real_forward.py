@@ -75,6 +75,18 @@ def one_blas_thread(fn):
     return wrapper
 
 
+def releases_weight_pages(fn):
+    """After ``fn(model, ...)`` returns, hand the weight pages it read back to the OS
+    (``RealModel.release_pages``): they stay in the file cache, shared by every reader."""
+    @functools.wraps(fn)
+    def wrapper(model, *args, **kwargs):
+        try:
+            return fn(model, *args, **kwargs)
+        finally:
+            model.release_pages()
+    return wrapper
+
+
 @dataclass
 class Trace:
     """Everything one forward pass produced for one sentence.
@@ -107,6 +119,7 @@ def encoder_layer(layer: LayerWeights, x, n_heads: int, eps: float, approximate:
     return layer_norm(x + ffn, *layer.ln2, eps), weights
 
 
+@releases_weight_pages
 @one_blas_thread
 def run(model: RealModel, sentence: str) -> Trace:
     """Tokenize ``sentence`` and run every layer; ValueError for an empty or too long sentence."""
@@ -119,7 +132,6 @@ def run(model: RealModel, sentence: str) -> Trace:
         x, w = encoder_layer(layer, x, c.n_heads, c.eps, approximate)
         states.append(x)
         weights.append(w)
-    model.release_pages()  # the weights stay in the OS file cache, shared by every reader
     return Trace(tokens=enc.tokens, ids=enc.ids, hidden_states=np.stack(states),
                  weights=np.stack(weights))  # (L+1, T, d), (L, H, T, T)
 
@@ -131,6 +143,7 @@ def _layer_index(model: RealModel, layer: int) -> int:
     return int(layer)
 
 
+@releases_weight_pages
 @one_blas_thread
 def layer_qk(model: RealModel, trace: Trace, layer: int):
     """Per-head queries and keys of ``layer`` for the traced sentence: q, k each (H, T, d_k)."""
@@ -203,6 +216,7 @@ def strongest_head(trace: Trace, query: str, key: str) -> tuple:
     return (int(layer), int(head)), float(w[layer, head])
 
 
+@releases_weight_pages
 @one_blas_thread
 def value_output_norms(model: RealModel, trace: Trace) -> np.ndarray:
     """||v_j W_o^h||: how much token j can change the output through head h, for every layer.

@@ -14,7 +14,8 @@ The cell runs, top to bottom, in a new Python process that exits when the cell
 ends. It sees the notebook's names that it uses (arrays, numbers, strings,
 imported modules and functions, the package's dataclasses), copied in by pickle;
 nothing it creates comes back except the names after ``--out`` (torch tensors
-arrive as numpy arrays). Its printed lines appear under the cell as they come.
+arrive as numpy arrays). Its printed lines appear under the cell as they come,
+with the notebook's numpy print options (``np.set_printoptions``).
 A function or class defined in the notebook itself cannot be copied: define it
 inside the cell. An error in the cell raises :class:`TorchCellError` here with
 the torch process's traceback.
@@ -74,7 +75,10 @@ def run_in_torch_process(code: str, namespace: dict, outputs=(), *, timeout: flo
               if n in namespace and not hasattr(builtins, n) and not n.startswith("_")}
     with tempfile.TemporaryDirectory(prefix="qkv-torch-cell-") as work:
         job, result = Path(work) / "job.pkl", Path(work) / "result.pkl"
-        job.write_bytes(pickle.dumps({"code": code, "inputs": inputs, "outputs": outputs}))
+        numpy = sys.modules.get("numpy")  # the notebook's print options, if it uses numpy
+        printoptions = numpy.get_printoptions() if numpy is not None else None
+        job.write_bytes(pickle.dumps({"code": code, "inputs": inputs, "outputs": outputs,
+                                      "printoptions": printoptions}))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p))
         proc = subprocess.Popen([sys.executable, "-m", "qkv_viz.bridges.torch_cell", work], env=env,
@@ -104,6 +108,10 @@ def _worker(work: str) -> int:
     job = pickle.loads((Path(work) / "job.pkl").read_bytes())
     namespace = {"__name__": "__torch_cell__"}
     try:
+        if job.get("printoptions") is not None:
+            import numpy
+
+            numpy.set_printoptions(**job["printoptions"])
         for name, (kind, payload) in job["inputs"].items():
             namespace[name] = importlib.import_module(payload) if kind == "module" else pickle.loads(payload)
         source = job["code"]

@@ -88,3 +88,13 @@ def test_the_magic_in_an_ipython_shell():
         assert isinstance(bad.error_in_exec, ValueError)
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_numpy_print_options_travel_with_the_cell(capsys):
+    old = np.get_printoptions()
+    try:
+        np.set_printoptions(precision=2)
+        run_in_torch_process("import numpy as np\nprint(np.array([1 / 3]))", {})
+        assert capsys.readouterr().out.strip() == "[0.33]"
+    finally:
+        np.set_printoptions(**old)

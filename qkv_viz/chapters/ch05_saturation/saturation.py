@@ -12,10 +12,15 @@ attention output is "how much weight sits on each label"; a fixed readout
 The loss therefore sits *behind* the softmax, as in a real network, and every
 gradient reaching W_q and W_k must pass through the softmax Jacobian.
 
-Everything is torch (float32, CPU), seeded and single-threaded, so a run is
+Training is torch (float32, CPU), seeded and single-threaded, so a run is
 bit-for-bit reproducible. Results come back as numpy arrays. The config is
 validated and the row diagnostics (score spread, entropy, max weight) are
 computed by the numpy core (``qkv_viz.core``), so there is one source of truth.
+
+Importing this module does not import torch: the training functions import it
+when they run. The chapter's kernel uses the configs, results, ``diagnose`` and
+``summary_table`` and stays torch-free; its training cells run in a ``%%torch``
+process (``qkv_viz.bridges.torch_cell``).
 """
 from __future__ import annotations
 
@@ -25,8 +30,6 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from qkv_viz.core.attention import resolve_scale
 from qkv_viz.core.diagnostics import entropy, max_weight, score_std
@@ -143,6 +146,7 @@ def _single_threaded_torch(threads: int = 1):
     would add nothing but an import of ``torch._inductor`` and sympy (about 90 MiB
     of kernel memory). tests/chapters/ch05_saturation checks that a run repeats exactly.
     """
+    import torch
     old_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -159,6 +163,7 @@ class Adam:
     """
 
     def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        import torch
         self.params, self.lr, self.betas, self.eps, self.t = list(params), lr, betas, eps, 0
         self.m = [torch.zeros_like(p) for p in self.params]
         self.v = [torch.zeros_like(p) for p in self.params]
@@ -167,8 +172,13 @@ class Adam:
         for p in self.params:
             p.grad = None
 
-    @torch.no_grad()
     def step(self):
+        import torch
+
+        with torch.no_grad():
+            self._step()
+
+    def _step(self):
         self.t += 1
         b1, b2 = self.betas
         for p, m, v in zip(self.params, self.m, self.v):
@@ -183,6 +193,7 @@ def make_batch(gen: torch.Generator, cfg: SaturationConfig):
 
     targets[b, i] is the key index query i must attend to; queries are the keys shuffled.
     """
+    import torch
     B, T = cfg.batch_size, cfg.seq_len
     x = torch.randn(B, T, cfg.d_model, generator=gen)  # (B, T, d_model), unit variance
     labels = torch.randint(0, cfg.n_classes, (B, T), generator=gen)  # (B, T)
@@ -193,6 +204,7 @@ def make_batch(gen: torch.Generator, cfg: SaturationConfig):
 
 def init_qk_params(cfg: SaturationConfig):
     """W_q, W_k (d_model, d_k) with std ``init_std`` (default 1/sqrt(d_model)), seeded."""
+    import torch
     gen = torch.Generator().manual_seed(cfg.seed)
     std = cfg.init_std if cfg.init_std is not None else 1.0 / math.sqrt(cfg.d_model)
     W_q = torch.randn(cfg.d_model, cfg.d_k, generator=gen) * std
@@ -202,6 +214,8 @@ def init_qk_params(cfg: SaturationConfig):
 
 def forward(W_q, W_k, batch, cfg: SaturationConfig):
     """Scores, weights, logits and loss for one batch (all torch)."""
+    import torch
+    import torch.nn.functional as F
     x, labels, queries, targets = batch
     q = queries @ W_q  # (B, T, d_model) @ (d_model, d_k) -> (B, T, d_k)
     k = x @ W_k  # (B, T, d_model) @ (d_model, d_k) -> (B, T, d_k)
@@ -238,6 +252,7 @@ def train_retrieval(cfg: SaturationConfig, snapshot_steps=None) -> SaturationRes
     see the same batches from the same initial weights. Snapshots are taken on one
     fixed probe example, so start, middle and end show the same sequence.
     """
+    import torch
     if snapshot_steps is None:
         snapshot_steps = (0, cfg.steps // 2, cfg.steps - 1)
     with _single_threaded_torch():
@@ -266,6 +281,7 @@ def train_retrieval(cfg: SaturationConfig, snapshot_steps=None) -> SaturationRes
 
 def _snapshot(W_q, W_k, probe, cfg: SaturationConfig):
     """(scores (T, T), weights (T, T)) of the probe example with the current weights."""
+    import torch
     with torch.no_grad():
         out = forward(W_q, W_k, probe, cfg)
     return _np(out["scores"][0]), _np(out["weights"][0])

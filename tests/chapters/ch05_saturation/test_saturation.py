@@ -314,3 +314,14 @@ def test_training_does_not_pull_in_sympy():
             "print(sorted(m for m in ('sympy', 'torch._inductor', 'torch._dynamo') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_chapter_kernel_side_is_torch_free():
+    """Configs, results, diagnose and summary_table work without torch; training imports it when it runs."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom qkv_viz.chapters.ch05_saturation import saturation as sat, plots, exercises\n"
+            "cfg = sat.config_for('small init', sat.SaturationConfig(d_k=16, seed=0))\n"
+            "print('torch' in sys.modules, sat.diagnose([[0.0, 50.0], [50.0, 0.0]]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "saturated"]

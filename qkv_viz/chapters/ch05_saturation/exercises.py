@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from qkv_viz.chapters.ch05_saturation.saturation import diagnose
 from qkv_viz.chapters.feedback import Feedback, check_close, check_function, no_answer
 from qkv_viz.core.attention import attention_scores
 from qkv_viz.core.diagnostics import score_std
@@ -130,8 +131,6 @@ def mystery_scores(seed: int = 5) -> np.ndarray:
 
 def check_mystery(answer, seed: int = 5) -> Feedback:
     """Exercise 3: diagnose ``mystery_scores(seed)``: "saturated", "uniform" or "healthy"."""
-    from qkv_viz.chapters.ch05_saturation.saturation import diagnose  # torch is only needed here
-
     if answer is None:
         return no_answer()
     answer = str(answer).strip().lower()

@@ -46,6 +46,19 @@ def names_used(code: str) -> list[str]:
                    and isinstance(node.ctx, ast.Load)})
 
 
+def names_defined(code: str) -> set[str]:
+    """Names the code binds anywhere: assignments, ``def``, ``class``, imports, loop targets."""
+    bound = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return bound
+
+
 def _portable(name: str, value):
     """``value`` in a form another process can rebuild, or raise ValueError saying why not."""
     if isinstance(value, types.ModuleType):
@@ -71,8 +84,17 @@ def run_in_torch_process(code: str, namespace: dict, outputs=(), *, timeout: flo
     bad = [o for o in outputs if not o.isidentifier()]
     if bad:
         raise ValueError(f"outputs must be Python names, got {bad}")
-    inputs = {n: _portable(n, namespace[n]) for n in names_used(code)
-              if n in namespace and not hasattr(builtins, n) and not n.startswith("_")}
+    defined = names_defined(code)
+    inputs = {}
+    for n in names_used(code):
+        if n not in namespace or hasattr(builtins, n) or n.startswith("_"):
+            continue
+        try:
+            inputs[n] = _portable(n, namespace[n])
+        except ValueError:
+            if n not in defined:  # the cell reads it and cannot make it: say so
+                raise
+            # the cell defines its own ``n`` (say a function of the same name): use that one
     with tempfile.TemporaryDirectory(prefix="qkv-torch-cell-") as work:
         job, result = Path(work) / "job.pkl", Path(work) / "result.pkl"
         numpy = sys.modules.get("numpy")  # the notebook's print options, if it uses numpy

@@ -98,3 +98,14 @@ def test_numpy_print_options_travel_with_the_cell(capsys):
         assert capsys.readouterr().out.strip() == "[0.33]"
     finally:
         np.set_printoptions(**old)
+
+
+def test_a_cell_may_define_a_name_the_notebook_also_defines():
+    """The reader wrote ``attention`` in the notebook; a %%torch cell defining its own must still run."""
+    ns = {}
+    exec("def attention(x):\n    return -x", ns)
+    ns["attention"].__module__ = "__main__"
+    got = run_in_torch_process("def attention(x):\n    return 2 * x\ny = attention(3)", ns, ["y"])
+    assert got["y"] == 6
+    got = run_in_torch_process("from math import sqrt as attention\ny = attention(9)", ns, ["y"])
+    assert got["y"] == 3.0

@@ -168,7 +168,7 @@ def torch_magic(line: str, cell: str):
     """``%%torch [--out NAME ...]``: run the cell in a fresh Python process (see the module doc)."""
     from IPython import get_ipython
 
-    words = line.split()
+    words = line.split("#", 1)[0].split()  # a comment may follow the options
     if words and words[0] not in ("--out", "-o"):
         raise ValueError(f"%%torch takes only --out NAME ..., got {line.strip()!r}")
     shell = get_ipython()

@@ -84,6 +84,8 @@ def test_the_magic_in_an_ipython_shell():
         shell.user_ns["a"] = np.arange(4.0)
         shell.run_cell("%%torch --out b\nimport torch\nb = torch.tensor(a) * 2", store_history=False).raise_error()
         np.testing.assert_array_equal(shell.user_ns["b"], np.arange(4.0) * 2)
+        shell.run_cell("%%torch --out c  # a comment\nc = 3", store_history=False).raise_error()
+        assert shell.user_ns["c"] == 3
         bad = shell.run_cell("%%torch b\nx = 1", store_history=False)
         assert isinstance(bad.error_in_exec, ValueError)
     finally:

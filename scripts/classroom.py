@@ -264,6 +264,9 @@ async def drive_explorer(hub: Hub, users: list[str], steps: int = 10) -> list[fl
 def _drive_explorer_sync(hub: Hub, users: list[str], steps: int) -> list[float]:
     sys.path.insert(0, str(ROOT / "tests"))
     from browser_harness import BUSY_JS, CHROMIUM_ARGS, OPEN_JS, RUN_ALL_JS, chromium_path
+
+    ALL_RUN_JS = """() => window.__qkv.widget.content.widgets.every(c => c.model.type !== 'code'
+        || !c.model.sharedModel.getSource().trim() || c.model.executionCount !== null)"""
     from playwright.sync_api import sync_playwright
 
     times = []
@@ -280,12 +283,19 @@ def _drive_explorer_sync(hub: Hub, users: list[str], steps: int) -> list[float]:
             page.wait_for_function("() => window.jupyterapp !== undefined")
             page.evaluate("async () => { await window.jupyterapp.restored; }")
             page.evaluate(OPEN_JS, f"{BOOK}/{chapter_path('04')}")
-            page.evaluate(RUN_ALL_JS)
-            deadline = time.monotonic() + 300
-            while page.evaluate(BUSY_JS) and time.monotonic() < deadline:
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+            page.evaluate(RUN_ALL_JS)  # cleared first: "every cell has a count" then means "this run"
+            deadline = time.monotonic() + 420  # the whole class is running chapters meanwhile
+            while (page.evaluate(BUSY_JS) or not page.evaluate(ALL_RUN_JS)) and time.monotonic() < deadline:
                 time.sleep(0.5)
-            slider = page.locator(".jp-OutputArea-output input.qkv-dk-slider").first
-            canvas = page.locator(".jp-OutputArea-output canvas").first
+            try:
+                page.wait_for_selector(".jp-OutputArea-output input.qkv-dk-slider >> visible=true",
+                                       timeout=60_000)
+            except Exception:
+                page.screenshot(path=str(Path(tempfile.gettempdir()) / f"qkv-classroom-{user}.png"))
+                raise
+            slider = page.locator(".jp-OutputArea-output input.qkv-dk-slider >> visible=true").first
+            canvas = page.locator(".jp-OutputArea-output canvas >> visible=true").first
             slider.scroll_into_view_if_needed()
             for i in range(steps):
                 before = canvas.evaluate("c => c.toDataURL()")

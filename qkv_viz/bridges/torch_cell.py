@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import codecs
 import os
 import pickle
+import select
 import subprocess
 import sys
 import tempfile
+import time
 import types
 from pathlib import Path
 
@@ -104,21 +107,37 @@ def run_in_torch_process(code: str, namespace: dict, outputs=(), *, timeout: flo
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p))
         proc = subprocess.Popen([sys.executable, "-m", "qkv_viz.bridges.torch_cell", work], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
-            for line in proc.stdout:
-                print(line, end="", flush=True)
-            proc.wait(timeout=timeout)
+            _echo(proc, timeout)
         finally:
             if proc.poll() is None:  # interrupted or timed out: leave nothing behind
                 proc.kill()
-                proc.wait()
+            proc.wait()
         if not result.exists():
             raise TorchCellError(f"the torch process ended without an answer (exit code {proc.returncode})")
         answer = pickle.loads(result.read_bytes())
     if "error" in answer:
         raise TorchCellError(answer["error"])
     return answer["outputs"]
+
+
+def _echo(proc, timeout: float | None) -> None:
+    """Print the process's output as it arrives until it closes it; TorchCellError after ``timeout`` s."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    fd = proc.stdout.fileno()
+    while True:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise TorchCellError(f"the %%torch cell did not finish within timeout={timeout} s; it was stopped")
+        if not select.select([fd], [], [], left)[0]:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:  # the process closed its output: it has ended
+            break
+        print(decoder.decode(chunk), end="", flush=True)
+    print(decoder.decode(b"", final=True), end="", flush=True)
 
 
 def _worker(work: str) -> int:

@@ -111,3 +111,27 @@ def test_a_cell_may_define_a_name_the_notebook_also_defines():
     assert got["y"] == 6
     got = run_in_torch_process("from math import sqrt as attention\ny = attention(9)", ns, ["y"])
     assert got["y"] == 3.0
+
+
+def test_a_timeout_stops_a_hung_cell_and_its_process():
+    import time
+    start = time.monotonic()
+    code = "import os, time\nopen(os.environ['QKV_PID_FILE'], 'w').write(str(os.getpid()))\ntime.sleep(60)"
+    import os
+    import tempfile
+    pid_file = tempfile.mktemp()
+    os.environ["QKV_PID_FILE"] = pid_file
+    try:
+        with pytest.raises(TorchCellError, match="timeout=2"):
+            run_in_torch_process(code, {}, timeout=2)
+    finally:
+        del os.environ["QKV_PID_FILE"]
+    assert time.monotonic() - start < 20
+    pid = int(open(pid_file).read())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # the process is gone (killed and reaped)
+
+
+def test_output_without_a_newline_still_arrives(capsys):
+    run_in_torch_process("import sys\nsys.stdout.write('é no newline')", {})
+    assert capsys.readouterr().out == "é no newline"

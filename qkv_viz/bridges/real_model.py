@@ -257,7 +257,7 @@ def build_model(config: RealConfig, tensors: dict, tokenizer, source: str, file_
 
 def _getter(t: dict, source: str):
     def get(key, transpose=False):
-        """The tensor as stored (float32 stays float32, a memmap stays a memmap: no copy)."""
+        """The tensor as stored: float32 stays float32, a view of the mapped file stays one (no copy)."""
         if key not in t:
             raise ValueError(f"model {source!r} has no tensor {key!r}: not a BERT-style encoder")
         a = t[key]

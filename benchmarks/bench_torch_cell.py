@@ -1,31 +1,39 @@
 """What a ``%%torch`` cell costs before it does anything (issue: a class of readers).
 
-Prints ``BENCH torch_cell empty_ms=... import_torch_ms=... repeats=...``: the median
-wall time of ``run_in_torch_process`` for a cell that does nothing, and for one that
-only imports torch (a fresh process each time, as in the book).
+Prints ``BENCH torch_cell fresh_ms=... first_warm_ms=... warm_ms=... repeats=...``, medians
+of ``run_in_torch_process("import torch")``: in a fresh interpreter per cell
+(``QKV_TORCH_CELL_FORK=0``), for the first cell on Linux (which also starts the warm
+parent that imports torch), and for the cells after it (forked from that parent).
 """
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
 
-from qkv_viz.bridges.torch_cell import run_in_torch_process
+from qkv_viz.bridges import torch_cell
 
 
-def median_ms(code: str, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run_in_torch_process(code, {})
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+def once_ms() -> float:
+    start = time.perf_counter()
+    torch_cell.run_in_torch_process("import torch", {})
+    return (time.perf_counter() - start) * 1e3
 
 
 def main(repeats: int = 7) -> int:
-    empty = median_ms("pass", repeats)
-    with_torch = median_ms("import torch", repeats)
-    print(f"BENCH torch_cell empty_ms={empty:.0f} import_torch_ms={with_torch:.0f} repeats={repeats}", flush=True)
+    os.environ["QKV_TORCH_CELL_FORK"] = "0"
+    fresh = statistics.median(once_ms() for _ in range(repeats))
+    del os.environ["QKV_TORCH_CELL_FORK"]
+    first = []
+    for _ in range(repeats):
+        if torch_cell._WARM is not None:  # start from no parent, as a chapter's first torch cell does
+            torch_cell._WARM.kill()
+            torch_cell._WARM = None
+        first.append(once_ms())
+    warm = statistics.median(once_ms() for _ in range(repeats))
+    print(f"BENCH torch_cell fresh_ms={fresh:.0f} first_warm_ms={statistics.median(first):.0f} "
+          f"warm_ms={warm:.0f} repeats={repeats}", flush=True)
     return 0
 
 

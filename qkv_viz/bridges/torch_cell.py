@@ -11,7 +11,9 @@ only *checks* a few things against torch does not need to pay it:
     out_torch = torch.nn.functional.scaled_dot_product_attention(torch.tensor(Q), ...)
 
 The cell runs, top to bottom, in a new Python process that exits when the cell
-ends. It sees the notebook's names that it uses (arrays, numbers, strings,
+ends. On Linux that process is forked from a warm parent that has imported torch
+once and leaves 30 s after the last torch cell (``torch_fork``), so only a
+chapter's first torch cell waits for torch. It sees the notebook's names that it uses (arrays, numbers, strings,
 imported modules and functions, the package's dataclasses), copied in by pickle;
 nothing it creates comes back except the names after ``--out`` (torch tensors
 arrive as numpy arrays). Its printed lines appear under the cell as they come,
@@ -27,7 +29,6 @@ import builtins
 import codecs
 import os
 import pickle
-import select
 import subprocess
 import sys
 import tempfile
@@ -98,44 +99,73 @@ def run_in_torch_process(code: str, namespace: dict, outputs=(), *, timeout: flo
             if n not in defined:  # the cell reads it and cannot make it: say so
                 raise
             # the cell defines its own ``n`` (say a function of the same name): use that one
-    with tempfile.TemporaryDirectory(prefix="qkv-torch-cell-") as work:
+    with tempfile.TemporaryDirectory(prefix="qkv-torch-cell-") as work:  # job in, answer out
         job, result = Path(work) / "job.pkl", Path(work) / "result.pkl"
         numpy = sys.modules.get("numpy")  # the notebook's print options, if it uses numpy
         printoptions = numpy.get_printoptions() if numpy is not None else None
         job.write_bytes(pickle.dumps({"code": code, "inputs": inputs, "outputs": outputs,
                                       "printoptions": printoptions}))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p))
-        proc = subprocess.Popen([sys.executable, "-m", "qkv_viz.bridges.torch_cell", work], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        try:
-            _echo(proc, timeout)
-        finally:
-            if proc.poll() is None:  # interrupted or timed out: leave nothing behind
-                proc.kill()
-            proc.wait()
+        code = _run_job(work, timeout)
         if not result.exists():
-            raise TorchCellError(f"the torch process ended without an answer (exit code {proc.returncode})")
+            raise TorchCellError(f"the torch process ended without an answer (exit code {code})")
         answer = pickle.loads(result.read_bytes())
     if "error" in answer:
         raise TorchCellError(answer["error"])
     return answer["outputs"]
 
 
+_WARM = None  # the warm parent (torch_fork.WarmTorch) of this process's torch cells, if any
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(
+        p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p))
+
+
+def _run_job(work: str, timeout: float | None) -> int:
+    """Run the job in ``work`` in a new process, echoing its output; return its exit code.
+
+    On Linux the process is forked from a warm parent that has already imported
+    torch (``torch_fork``); otherwise, or with ``QKV_TORCH_CELL_FORK=0``, it is a
+    fresh interpreter. Either way it starts with nothing from earlier cells.
+    """
+    global _WARM
+    if sys.platform.startswith("linux") and os.environ.get("QKV_TORCH_CELL_FORK", "1") != "0":
+        from qkv_viz.bridges.torch_fork import ParentGone, WarmTorch
+
+        env = _env()
+        for _ in range(2):  # a parent that just left for being idle is replaced once
+            if _WARM is None or not _WARM.fits(env):
+                if _WARM is not None:
+                    _WARM.kill()
+                _WARM = WarmTorch(env, float(os.environ.get("QKV_TORCH_CELL_IDLE", "30")))
+            try:
+                return _WARM.run(work, timeout)
+            except ParentGone:
+                _WARM = None
+            except BaseException:  # interrupted or timed out: the cell was stopped (WarmTorch.run)
+                if not _WARM.alive():
+                    _WARM = None
+                raise
+        raise TorchCellError("the warm torch process could not be started twice in a row")
+    proc = subprocess.Popen([sys.executable, "-m", "qkv_viz.bridges.torch_cell", work], env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        _echo(proc, timeout)
+    finally:
+        if proc.poll() is None:  # interrupted or timed out: leave nothing behind
+            proc.kill()
+        proc.wait()
+    return proc.returncode
+
+
 def _echo(proc, timeout: float | None) -> None:
     """Print the process's output as it arrives until it closes it; TorchCellError after ``timeout`` s."""
+    from qkv_viz.bridges.torch_fork import read_some
+
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     deadline = None if timeout is None else time.monotonic() + timeout
-    fd = proc.stdout.fileno()
-    while True:
-        left = None if deadline is None else deadline - time.monotonic()
-        if left is not None and left <= 0:
-            raise TorchCellError(f"the %%torch cell did not finish within timeout={timeout} s; it was stopped")
-        if not select.select([fd], [], [], left)[0]:
-            continue
-        chunk = os.read(fd, 65536)
-        if not chunk:  # the process closed its output: it has ended
-            break
+    while chunk := read_some(proc.stdout.fileno(), deadline, timeout):  # b"": the process has ended
         print(decoder.decode(chunk), end="", flush=True)
     print(decoder.decode(b"", final=True), end="", flush=True)
 

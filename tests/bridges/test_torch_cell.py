@@ -1,4 +1,5 @@
 """The %%torch cell magic: a cell's torch code runs in a fresh process, the kernel stays torch-free."""
+import os
 import subprocess
 import sys
 import textwrap
@@ -113,8 +114,10 @@ def test_a_cell_may_define_a_name_the_notebook_also_defines():
     assert got["y"] == 3.0
 
 
-def test_a_timeout_stops_a_hung_cell_and_its_process():
+@pytest.mark.parametrize("fork", ["1", "0"])  # forked from the warm parent / a fresh interpreter
+def test_a_timeout_stops_a_hung_cell_and_its_process(fork, monkeypatch):
     import time
+    monkeypatch.setenv("QKV_TORCH_CELL_FORK", fork)
     start = time.monotonic()
     code = "import os, time\nopen(os.environ['QKV_PID_FILE'], 'w').write(str(os.getpid()))\ntime.sleep(60)"
     import os
@@ -129,9 +132,55 @@ def test_a_timeout_stops_a_hung_cell_and_its_process():
     assert time.monotonic() - start < 20
     pid = int(open(pid_file).read())
     with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)  # the process is gone (killed and reaped)
+        os.kill(pid, 0)  # the process is gone (killed, and reaped by its parent)
 
 
 def test_output_without_a_newline_still_arrives(capsys):
     run_in_torch_process("import sys\nsys.stdout.write('é no newline')", {})
     assert capsys.readouterr().out == "é no newline"
+
+
+# --- the warm parent (torch_fork): one torch import, a forked child per cell ------------
+PIDS = "import os\nme, parent = os.getpid(), os.getppid()"
+
+
+def test_cells_are_forked_from_one_warm_parent_and_start_clean():
+    a = run_in_torch_process(PIDS + "\nimport torch, qkv_viz\ntorch.set_num_threads(1)\nqkv_viz._left_behind = 1",
+                             {}, ["me", "parent"])
+    b = run_in_torch_process(PIDS + "\nimport torch, qkv_viz\nthreads = torch.get_num_threads()\n"
+                             "left = hasattr(qkv_viz, '_left_behind')", {}, ["me", "parent", "threads", "left"])
+    assert a["parent"] == b["parent"] != os.getpid() and a["me"] != b["me"]
+    assert b["left"] is False  # nothing of the first cell reached the second
+    os.environ["QKV_TORCH_CELL_FORK"] = "0"
+    try:  # a fresh interpreter per cell gives the same starting state
+        fresh = run_in_torch_process(PIDS + "\nimport torch\nthreads = torch.get_num_threads()", {},
+                                     ["parent", "threads"])
+    finally:
+        del os.environ["QKV_TORCH_CELL_FORK"]
+    assert fresh["parent"] == os.getpid() and fresh["threads"] == b["threads"]
+
+
+def test_the_warm_parent_leaves_when_idle_and_is_replaced():
+    import time
+    os.environ["QKV_TORCH_CELL_IDLE"] = "1"
+    try:
+        first = run_in_torch_process(PIDS, {}, ["parent"])["parent"]
+        time.sleep(2.5)  # the parent waits 1 s for another cell, then exits
+        psutil = pytest.importorskip("psutil")
+        try:  # exited: gone, or a zombie (no memory) until the next cell reaps it
+            assert psutil.Process(first).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            pass
+        second = run_in_torch_process(PIDS, {}, ["parent"])["parent"]
+    finally:
+        del os.environ["QKV_TORCH_CELL_IDLE"]
+    assert second != first
+
+
+def test_a_stopped_cell_leaves_the_parent_warm_and_no_zombie():
+    parent = run_in_torch_process(PIDS, {}, ["parent"])["parent"]
+    with pytest.raises(TorchCellError, match="timeout=1"):
+        run_in_torch_process("import time\ntime.sleep(60)", {}, timeout=1)
+    assert run_in_torch_process(PIDS, {}, ["parent"])["parent"] == parent
+    children = [p for p in __import__("psutil").Process(parent).children()]
+    assert children == []  # the killed cell was reaped

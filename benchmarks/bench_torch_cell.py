@@ -1,9 +1,9 @@
 """What a ``%%torch`` cell costs before it does anything (issue: a class of readers).
 
 Prints ``BENCH torch_cell fresh_ms=... first_warm_ms=... warm_ms=... repeats=...``, medians
-of ``run_in_torch_process("import torch")``: in a fresh interpreter per cell
-(``QKV_TORCH_CELL_FORK=0``), for the first cell on Linux (which also starts the warm
-parent that imports torch), and for the cells after it (forked from that parent).
+of ``run_in_torch_process("import torch")``: in a fresh interpreter per cell (the
+default), and with the opt-in warm parent (``QKV_TORCH_CELL_FORK=1``) for a chapter's
+first cell (which also starts the parent) and for the cells after it (forked from it).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def once_ms() -> float:
 def main(repeats: int = 7) -> int:
     os.environ["QKV_TORCH_CELL_FORK"] = "0"
     fresh = statistics.median(once_ms() for _ in range(repeats))
-    del os.environ["QKV_TORCH_CELL_FORK"]
+    os.environ["QKV_TORCH_CELL_FORK"] = "1"
     first = []
     for _ in range(repeats):
         if torch_cell._WARM is not None:  # start from no parent, as a chapter's first torch cell does

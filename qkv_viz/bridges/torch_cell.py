@@ -11,9 +11,9 @@ only *checks* a few things against torch does not need to pay it:
     out_torch = torch.nn.functional.scaled_dot_product_attention(torch.tensor(Q), ...)
 
 The cell runs, top to bottom, in a new Python process that exits when the cell
-ends. On Linux that process is forked from a warm parent that has imported torch
-once and leaves 30 s after the last torch cell (``torch_fork``), so only a
-chapter's first torch cell waits for torch. It sees the notebook's names that it uses (arrays, numbers, strings,
+ends. With ``QKV_TORCH_CELL_FORK=1`` (Linux, opt-in) that process is forked from
+a warm parent that has imported torch once and leaves 30 s after the last torch
+cell (``torch_fork``), so only a chapter's first torch cell waits for torch. It sees the notebook's names that it uses (arrays, numbers, strings,
 imported modules and functions, the package's dataclasses), copied in by pickle;
 nothing it creates comes back except the names after ``--out`` (torch tensors
 arrive as numpy arrays). Its printed lines appear under the cell as they come,
@@ -125,12 +125,12 @@ def _env() -> dict:
 def _run_job(work: str, timeout: float | None) -> int:
     """Run the job in ``work`` in a new process, echoing its output; return its exit code.
 
-    On Linux the process is forked from a warm parent that has already imported
-    torch (``torch_fork``); otherwise, or with ``QKV_TORCH_CELL_FORK=0``, it is a
-    fresh interpreter. Either way it starts with nothing from earlier cells.
+    With ``QKV_TORCH_CELL_FORK=1`` (Linux, opt-in) the process is forked from a warm
+    parent that has already imported torch (``torch_fork``); otherwise it is a fresh
+    interpreter. Either way it starts with nothing from earlier cells.
     """
     global _WARM
-    if sys.platform.startswith("linux") and os.environ.get("QKV_TORCH_CELL_FORK", "1") != "0":
+    if sys.platform.startswith("linux") and os.environ.get("QKV_TORCH_CELL_FORK", "0") == "1":
         from qkv_viz.bridges.torch_fork import ParentGone, WarmTorch
 
         env = _env()

@@ -1,14 +1,15 @@
-"""A warm parent for ``%%torch`` cells: torch imported once, one forked child per cell.
+"""A warm parent for ``%%torch`` cells: torch imported once, one forked child per cell (opt-in).
 
 Starting a Python process and importing torch takes about 1.5 s; a chapter run top
-to bottom has up to eight torch cells. So on Linux the first torch cell starts a
-small parent process that imports torch (and numpy and this package) and then
+to bottom has up to eight torch cells. So with ``QKV_TORCH_CELL_FORK=1`` (Linux)
+the first torch cell starts a small parent process that imports torch (and numpy and this package) and then
 waits. Each cell runs in a child *forked* from it: a new process with nothing in it
 but those imports, exactly as if it had just started, ready in milliseconds. The
 parent runs no cell code itself, and it exits after ``idle`` seconds without a
 cell (``QKV_TORCH_CELL_IDLE``, default 30), so torch's memory leaves with it while
-the reader reads. Set ``QKV_TORCH_CELL_FORK=0`` to start a fresh interpreter per
-cell instead (the behaviour elsewhere than Linux).
+the reader reads. It is off by default until it has been through a 20-reader
+``make classroom`` run (the runs tried with it hung, but so did one without it:
+the cause was the classroom script's race with JupyterLab's focus, since fixed).
 
 Protocol on the parent's stdin/stdout: the kernel writes one line, a work folder;
 the parent answers ``\\0QKV:ACK`` and ``\\0QKV:CHILD <pid>``, the child's output

@@ -140,27 +140,30 @@ def test_output_without_a_newline_still_arrives(capsys):
     assert capsys.readouterr().out == "é no newline"
 
 
-# --- the warm parent (torch_fork): one torch import, a forked child per cell ------------
+# --- the opt-in warm parent (torch_fork): one torch import, a forked child per cell ----
 PIDS = "import os\nme, parent = os.getpid(), os.getppid()"
 
 
-def test_cells_are_forked_from_one_warm_parent_and_start_clean():
+@pytest.fixture
+def warm(monkeypatch):
+    """The opt-in warm parent (QKV_TORCH_CELL_FORK=1)."""
+    monkeypatch.setenv("QKV_TORCH_CELL_FORK", "1")
+
+
+def test_cells_are_forked_from_one_warm_parent_and_start_clean(warm):
     a = run_in_torch_process(PIDS + "\nimport torch, qkv_viz\ntorch.set_num_threads(1)\nqkv_viz._left_behind = 1",
                              {}, ["me", "parent"])
     b = run_in_torch_process(PIDS + "\nimport torch, qkv_viz\nthreads = torch.get_num_threads()\n"
                              "left = hasattr(qkv_viz, '_left_behind')", {}, ["me", "parent", "threads", "left"])
     assert a["parent"] == b["parent"] != os.getpid() and a["me"] != b["me"]
     assert b["left"] is False  # nothing of the first cell reached the second
-    os.environ["QKV_TORCH_CELL_FORK"] = "0"
-    try:  # a fresh interpreter per cell gives the same starting state
-        fresh = run_in_torch_process(PIDS + "\nimport torch\nthreads = torch.get_num_threads()", {},
-                                     ["parent", "threads"])
-    finally:
-        del os.environ["QKV_TORCH_CELL_FORK"]
+    os.environ["QKV_TORCH_CELL_FORK"] = "0"  # a fresh interpreter per cell gives the same starting state
+    fresh = run_in_torch_process(PIDS + "\nimport torch\nthreads = torch.get_num_threads()", {},
+                                 ["parent", "threads"])
     assert fresh["parent"] == os.getpid() and fresh["threads"] == b["threads"]
 
 
-def test_the_warm_parent_leaves_when_idle_and_is_replaced():
+def test_the_warm_parent_leaves_when_idle_and_is_replaced(warm):
     import time
     os.environ["QKV_TORCH_CELL_IDLE"] = "1"
     try:
@@ -177,7 +180,7 @@ def test_the_warm_parent_leaves_when_idle_and_is_replaced():
     assert second != first
 
 
-def test_a_stopped_cell_leaves_the_parent_warm_and_no_zombie():
+def test_a_stopped_cell_leaves_the_parent_warm_and_no_zombie(warm):
     parent = run_in_torch_process(PIDS, {}, ["parent"])["parent"]
     with pytest.raises(TorchCellError, match="timeout=1"):
         run_in_torch_process("import time\ntime.sleep(60)", {}, timeout=1)

@@ -262,13 +262,14 @@ async def drive_explorer(hub: Hub, users: list[str], steps: int = 10) -> list[fl
     return await asyncio.to_thread(_drive_explorer_sync, hub, users, steps)
 
 
+LANDED_JS = """() => [...window.jupyterapp.shell.widgets('main')].some(
+    w => (w.title.label || '').startsWith('00_'))"""  # the landing tab (chapter 0) is open
+ACTIVATE_JS = "() => window.jupyterapp.shell.activateById(window.__qkv.widget.id)"  # chapter 4 in front
+
+
 def _drive_explorer_sync(hub: Hub, users: list[str], steps: int) -> list[float]:
     sys.path.insert(0, str(ROOT / "tests"))
     from browser_harness import BUSY_JS, CHROMIUM_ARGS, OPEN_JS, chromium_path
-
-    LANDED_JS = """() => [...window.jupyterapp.shell.widgets('main')].some(
-        w => (w.title.label || '').startsWith('00_'))"""
-    ACTIVATE_JS = "() => window.jupyterapp.shell.activateById(window.__qkv.widget.id)"
     from playwright.sync_api import sync_playwright
 
     times = []

@@ -1,7 +1,7 @@
 """Run one notebook cell's torch code in a fresh Python process: the ``%%torch`` cell magic.
 
-Importing torch costs a kernel about 220 MiB, for as long as the kernel lives;
-on a class server that is 220 MiB per reader per open chapter. A chapter that
+Importing torch costs a kernel about 200 MiB, for as long as the kernel lives;
+on a class server that is 200 MiB per reader per open chapter. A chapter that
 only *checks* a few things against torch does not need to pay it:
 
     %load_ext qkv_viz.bridges.torch_cell        # once, with the chapter's imports
@@ -13,8 +13,9 @@ only *checks* a few things against torch does not need to pay it:
 The cell runs, top to bottom, in a new Python process that exits when the cell
 ends. With ``QKV_TORCH_CELL_FORK=1`` (Linux, opt-in) that process is forked from
 a warm parent that has imported torch once and leaves 30 s after the last torch
-cell (``torch_fork``), so only a chapter's first torch cell waits for torch. It sees the notebook's names that it uses (arrays, numbers, strings,
-imported modules and functions, the package's dataclasses), copied in by pickle;
+cell (``torch_fork``), so only a chapter's first torch cell waits for torch. It
+sees the notebook's names that it uses (arrays, numbers, strings, imported
+modules and functions, the package's dataclasses), copied in by pickle;
 nothing it creates comes back except the names after ``--out`` (torch tensors
 arrive as numpy arrays). Its printed lines appear under the cell as they come,
 with the notebook's numpy print options (``np.set_printoptions``).
@@ -105,9 +106,9 @@ def run_in_torch_process(code: str, namespace: dict, outputs=(), *, timeout: flo
         printoptions = numpy.get_printoptions() if numpy is not None else None
         job.write_bytes(pickle.dumps({"code": code, "inputs": inputs, "outputs": outputs,
                                       "printoptions": printoptions}))
-        code = _run_job(work, timeout)
+        exit_code = _run_job(work, timeout)
         if not result.exists():
-            raise TorchCellError(f"the torch process ended without an answer (exit code {code})")
+            raise TorchCellError(f"the torch process ended without an answer (exit code {exit_code})")
         answer = pickle.loads(result.read_bytes())
     if "error" in answer:
         raise TorchCellError(answer["error"])
@@ -213,15 +214,20 @@ def _to_numpy(value):
     return value
 
 
+def out_names(line: str) -> list[str]:
+    """The names after ``--out`` (or ``-o``) on a ``%%torch`` line (the text after ``%%torch``)."""
+    words = line.split("#", 1)[0].split()  # a comment may follow the options
+    if words and words[0] not in ("--out", "-o"):
+        raise ValueError(f"%%torch takes only --out NAME ..., got {line.strip()!r}")
+    return words[1:]
+
+
 def torch_magic(line: str, cell: str):
     """``%%torch [--out NAME ...]``: run the cell in a fresh Python process (see the module doc)."""
     from IPython import get_ipython
 
-    words = line.split("#", 1)[0].split()  # a comment may follow the options
-    if words and words[0] not in ("--out", "-o"):
-        raise ValueError(f"%%torch takes only --out NAME ..., got {line.strip()!r}")
     shell = get_ipython()
-    outputs = run_in_torch_process(cell, shell.user_ns, words[1:])
+    outputs = run_in_torch_process(cell, shell.user_ns, out_names(line))
     shell.user_ns.update(outputs)
 
 

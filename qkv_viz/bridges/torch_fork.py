@@ -85,6 +85,7 @@ class WarmTorch:
             except ProcessLookupError:
                 pass
         self.proc.wait()
+        atexit.unregister(self.kill)  # a replaced parent is not kept alive until exit
 
     def _expect(self, word: str, timeout: float | None, echo: bool = False) -> str:
         """Read up to the marker ``word``; print the text before it if ``echo``; return what follows it."""

@@ -8,36 +8,21 @@ the text reads as if the torch cell had changed it.
 """
 from __future__ import annotations
 
-import ast
 import pathlib
 
 import nbformat
 import pytest
 
+from qkv_viz.bridges.torch_cell import names_defined, names_used, out_names
+
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[2] / "notebooks"
 CHAPTERS = ["06_multi_head.ipynb", "07_cross_attention_and_masks.ipynb", "08_common_mistakes.ipynb"]
 
 
-def _assigned(tree) -> set[str]:
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return names
-
-
-def _read(tree) -> set[str]:
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _stale_reads(index, tree, stale, kernel) -> list[str]:
+def _stale_reads(index, code, stale, kernel) -> list[str]:
     """Names the cell reads (and does not set itself) that a torch cell set without ``--out``."""
     found = []
-    for name in sorted((_read(tree) - _assigned(tree)) & stale.keys()):  # loop variables are set, not stale
+    for name in sorted((set(names_used(code)) - names_defined(code)) & stale.keys()):  # loop variables are set
         kind = "still holds its old value" if name in kernel else "does not exist here"
         found.append(f"cell {index} reads {name!r}, which the %%torch cell {stale[name]} set "
                      f"without --out: in the notebook it {kind}")
@@ -54,18 +39,17 @@ def handoff_problems(nb) -> list[str]:
             continue
         if cell.source.startswith("%%torch"):
             first, _, body = cell.source.partition("\n")
-            outs, tree = set(first.split()[2:]), ast.parse(body)
-            problems += _stale_reads(index, tree, stale, kernel)
-            for name in _assigned(tree) - outs - {"_"}:
+            outs = set(out_names(first[len("%%torch"):]))
+            problems += _stale_reads(index, body, stale, kernel)
+            for name in names_defined(body) - outs - {"_"}:
                 stale[name] = index
             kernel |= outs
             for name in outs:
                 stale.pop(name, None)
             continue
         code = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith("%"))
-        tree = ast.parse(code)
-        problems += _stale_reads(index, tree, stale, kernel)
-        mine = _assigned(tree)
+        problems += _stale_reads(index, code, stale, kernel)
+        mine = names_defined(code)
         kernel |= mine
         for name in mine:
             stale.pop(name, None)

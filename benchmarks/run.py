@@ -3,6 +3,9 @@
     python benchmarks/run.py            # all
     python benchmarks/run.py widget     # only files whose name contains "widget"
     python benchmarks/run.py figures    # the book's figures (runs every notebook, ~2-4 min; offenders on stderr)
+    python benchmarks/run.py book       # the whole book executed as `make notebooks` does (BENCH book seconds=...)
+
+New files named bench_*.py are picked up by the glob below.
 """
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 
     python scripts/run_notebooks.py notebooks/*.ipynb
 
-Prints one line per notebook with its run time and the total at the end,
-so the book's <= 90 s budget can be read off. Stops at the first failure.
+Prints one line per notebook with its run time and the total at the end.
+Stops at the first failure. ``benchmarks/bench_book.py`` times the whole book
+with the same :func:`run`, without writing the notebooks back.
 
 The widgets' state is saved into each notebook (``store_widget_state``), so a
 notebook opened without running it rebuilds its interactive figures from that
@@ -19,15 +20,17 @@ import nbformat
 from nbclient import NotebookClient
 
 
-def run(path: str) -> float:
+def run(path: str, write: bool = True) -> float:
+    """Execute the notebook at ``path`` in a fresh kernel; save it back if ``write``. Returns seconds."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     client = NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=True,
-                            coalesce_streams=True,  # a %%torch cell's lines arrive one by one: save one block
+                            coalesce_streams=True,  # lines printed one by one are saved as one block
                             resources={"metadata": {"path": os.path.dirname(path) or "."}})
     client.execute()
     elapsed = time.perf_counter() - start
-    nbformat.write(nb, path)
+    if write:
+        nbformat.write(nb, path)
     return elapsed
 
 
@@ -37,10 +40,15 @@ def run(path: str) -> float:
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def main(paths: list) -> int:
+def setup_environment() -> None:
+    """The environment every notebook is executed in: inline figures, one BLAS thread."""
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     for name, value in ONE_THREAD.items():
         os.environ.setdefault(name, value)
+
+
+def main(paths: list) -> int:
+    setup_environment()
     total = 0.0
     for i, path in enumerate(paths, 1):
         print(f"[{i}/{len(paths)}] {path} ...", end=" ", flush=True)

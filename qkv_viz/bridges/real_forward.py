@@ -12,11 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -28,7 +24,7 @@ except ImportError:  # pragma: no cover
 from qkv_viz.core.diagnostics import effective_tokens, entropy, score_std
 from qkv_viz.core.multihead import multi_head_attention, split_heads
 from qkv_viz.core.projections import project
-from qkv_viz.bridges.real_model import LayerWeights, RealModel
+from qkv_viz.bridges.real_model import LayerParams, RealModel
 
 # Abramowitz & Stegun 7.1.26: erf to 1.5e-7 absolute error, numpy only.
 _ERF_P = 0.3275911
@@ -75,18 +71,6 @@ def one_blas_thread(fn):
     return wrapper
 
 
-def releases_weight_pages(fn):
-    """After ``fn(model, ...)`` returns, hand the weight pages it read back to the OS
-    (``RealModel.release_pages``): they stay in the file cache, shared by every reader."""
-    @functools.wraps(fn)
-    def wrapper(model, *args, **kwargs):
-        try:
-            return fn(model, *args, **kwargs)
-        finally:
-            model.release_pages()
-    return wrapper
-
-
 @dataclass
 class Trace:
     """Everything one forward pass produced for one sentence.
@@ -110,7 +94,7 @@ def embed(model: RealModel, ids) -> np.ndarray:
     return layer_norm(x, *model.emb_ln, model.config.eps)
 
 
-def encoder_layer(layer: LayerWeights, x, n_heads: int, eps: float, approximate: bool = False):
+def encoder_layer(layer: LayerParams, x, n_heads: int, eps: float, approximate: bool = False):
     """One post-LN encoder layer. x (T, d_model) -> (out (T, d_model), weights (H, T, T))."""
     attn_out, weights = multi_head_attention(x, x, layer.attn, n_heads)  # (T, d), (H, T, T)
     x = layer_norm(x + attn_out, *layer.ln1, eps)
@@ -119,7 +103,6 @@ def encoder_layer(layer: LayerWeights, x, n_heads: int, eps: float, approximate:
     return layer_norm(x + ffn, *layer.ln2, eps), weights
 
 
-@releases_weight_pages
 @one_blas_thread
 def run(model: RealModel, sentence: str) -> Trace:
     """Tokenize ``sentence`` and run every layer; ValueError for an empty or too long sentence."""
@@ -129,9 +112,9 @@ def run(model: RealModel, sentence: str) -> Trace:
     x = embed(model, enc.ids)
     states, weights = [x], []
     for layer in model.layers:
-        x, w = encoder_layer(layer, x, c.n_heads, c.eps, approximate)
+        x, layer_weights = encoder_layer(layer, x, c.n_heads, c.eps, approximate)  # (T, d), (H, T, T)
         states.append(x)
-        weights.append(w)
+        weights.append(layer_weights)
     return Trace(tokens=enc.tokens, ids=enc.ids, hidden_states=np.stack(states),
                  weights=np.stack(weights))  # (L+1, T, d), (L, H, T, T)
 
@@ -143,15 +126,14 @@ def _layer_index(model: RealModel, layer: int) -> int:
     return int(layer)
 
 
-@releases_weight_pages
 @one_blas_thread
 def layer_qk(model: RealModel, trace: Trace, layer: int):
     """Per-head queries and keys of ``layer`` for the traced sentence: q, k each (H, T, d_k)."""
     layer = _layer_index(model, layer)
-    w, x = model.layers[layer].attn, trace.hidden_states[layer]  # x (T, d_model)
+    p, x = model.layers[layer].attn, trace.hidden_states[layer]  # parameters; x (T, d_model)
     H = model.config.n_heads
-    q = split_heads(project(x, w.W_q, w.b_q, name="W_q"), H)  # (T, H*d_k) -> (H, T, d_k)
-    k = split_heads(project(x, w.W_k, w.b_k, name="W_k"), H)  # (T, H*d_k) -> (H, T, d_k)
+    q = split_heads(project(x, p.W_q, p.b_q, name="W_q"), H)  # (T, H*d_k) -> (H, T, d_k)
+    k = split_heads(project(x, p.W_k, p.b_k, name="W_k"), H)  # (T, H*d_k) -> (H, T, d_k)
     return q, k
 
 
@@ -183,12 +165,12 @@ def head_patterns(trace: Trace) -> dict:
     ``special``: on [CLS] and [SEP] (first and last token); ``previous`` /
     ``self`` / ``next``: on the key one before / at / one after the query.
     """
-    w = trace.weights  # (L, H, T, T)
-    T = w.shape[-1]
-    return {"special": (w[..., 0] + w[..., -1]).mean(axis=-1),  # (L, H, T) -> (L, H)
-            "previous": np.diagonal(w, offset=-1, axis1=-2, axis2=-1).sum(axis=-1) / T,
-            "self": np.diagonal(w, axis1=-2, axis2=-1).mean(axis=-1),
-            "next": np.diagonal(w, offset=1, axis1=-2, axis2=-1).sum(axis=-1) / T}
+    weights = trace.weights  # (L, H, T, T)
+    T = weights.shape[-1]
+    return {"special": (weights[..., 0] + weights[..., -1]).mean(axis=-1),  # (L, H, T) -> (L, H)
+            "previous": np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).sum(axis=-1) / T,
+            "self": np.diagonal(weights, axis1=-2, axis2=-1).mean(axis=-1),
+            "next": np.diagonal(weights, offset=1, axis1=-2, axis2=-1).sum(axis=-1) / T}
 
 
 def token_index(trace: Trace, token: str) -> int:
@@ -211,12 +193,11 @@ def attention_from_to(trace: Trace, query: str, key: str) -> np.ndarray:
 
 def strongest_head(trace: Trace, query: str, key: str) -> tuple:
     """(layer, head) whose weight from ``query`` to ``key`` is largest, and that weight."""
-    w = attention_from_to(trace, query, key)  # (L, H)
-    layer, head = np.unravel_index(int(np.argmax(w)), w.shape)
-    return (int(layer), int(head)), float(w[layer, head])
+    weights = attention_from_to(trace, query, key)  # (L, H)
+    layer, head = np.unravel_index(int(np.argmax(weights)), weights.shape)
+    return (int(layer), int(head)), float(weights[layer, head])
 
 
-@releases_weight_pages
 @one_blas_thread
 def value_output_norms(model: RealModel, trace: Trace) -> np.ndarray:
     """||v_j W_o^h||: how much token j can change the output through head h, for every layer.
@@ -283,65 +264,10 @@ def compare_with_transformers(model_dir, trace: Trace) -> dict:
 
 def compare_outputs(theirs: dict, trace: Trace) -> dict:
     """Largest |ours - theirs| per layer for ``theirs`` from :func:`transformers_outputs`."""
-    theirs_w, theirs_h = theirs["weights"], theirs["hidden_states"]
-    if theirs_w.shape != trace.weights.shape:
-        raise ValueError(f"transformers gave attention of shape {theirs_w.shape}, ours is {trace.weights.shape}: "
-                         f"is model_dir the model the trace came from?")
-    return {"max_abs_weights": np.abs(theirs_w - trace.weights).max(axis=(1, 2, 3)),  # (L,)
-            "max_abs_hidden": np.abs(theirs_h - trace.hidden_states).max(axis=(1, 2)),  # (L+1,)
+    theirs_weights, theirs_hidden = theirs["weights"], theirs["hidden_states"]
+    if theirs_weights.shape != trace.weights.shape:
+        raise ValueError(f"transformers gave attention of shape {theirs_weights.shape}, ours is "
+                         f"{trace.weights.shape}: is model_dir the model the trace came from?")
+    return {"max_abs_weights": np.abs(theirs_weights - trace.weights).max(axis=(1, 2, 3)),  # (L,)
+            "max_abs_hidden": np.abs(theirs_hidden - trace.hidden_states).max(axis=(1, 2)),  # (L+1,)
             "version": theirs["version"]}
-
-
-class BackgroundOutputs:
-    """:func:`transformers_outputs` running in a separate Python process.
-
-    Importing torch and transformers takes seconds; started early, it runs
-    while the notebook does other work. ``result()`` waits and returns the
-    same dict as :func:`transformers_outputs` (ImportError if transformers is
-    missing, RuntimeError with the end of its error output otherwise).
-    """
-
-    def __init__(self, model_dir, ids):
-        self._dir = tempfile.TemporaryDirectory(prefix="qkv-transformers-")
-        self._out = Path(self._dir.name) / "outputs.npz"
-        ids = np.asarray(ids, dtype=np.int64)
-        if ids.ndim != 1 or ids.size == 0:
-            raise ValueError(f"ids must be a non-empty 1-D array of token ids, got shape {ids.shape}")
-        np.save(Path(self._dir.name) / "ids.npy", ids)
-        package_root = str(Path(__file__).resolve().parents[2])  # the folder holding qkv_viz/
-        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-                   PYTHONPATH=os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p))
-        code = "from qkv_viz.bridges.real_forward import _outputs_worker; _outputs_worker()"
-        self._proc = subprocess.Popen([sys.executable, "-c", code, str(model_dir), self._dir.name],
-                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self._result = None
-
-    def result(self, timeout: float = 600) -> dict:
-        if self._result is None:
-            _, err = self._proc.communicate(timeout=timeout)
-            if self._proc.returncode != 0:
-                tail = "\n".join(err.strip().splitlines()[-3:])
-                if "ModuleNotFoundError" in err or "ImportError" in err:
-                    raise ImportError(f"transformers could not be imported: {tail}")
-                raise RuntimeError(f"the transformers process failed (exit {self._proc.returncode}): {tail}")
-            with np.load(self._out) as f:
-                self._result = {"weights": f["weights"], "hidden_states": f["hidden_states"],
-                                "version": str(f["version"])}
-            self._dir.cleanup()
-        return self._result
-
-
-def start_transformers_outputs(model_dir, ids) -> BackgroundOutputs:
-    """Start :func:`transformers_outputs` for token ids (T,) in another process; ``.result()`` collects it."""
-    return BackgroundOutputs(model_dir, ids)
-
-
-def _outputs_worker():
-    """Entry point of the background process: argv = [model_dir, work_dir]."""
-    import torch
-
-    torch.set_num_threads(1)
-    model_dir, work = sys.argv[1], Path(sys.argv[2])
-    out = transformers_outputs(model_dir, np.load(work / "ids.npy"))
-    np.savez(work / "outputs.npz", weights=out["weights"], hidden_states=out["hidden_states"],
-             version=np.array(out["version"]))

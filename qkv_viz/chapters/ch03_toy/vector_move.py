@@ -1,0 +1,151 @@
+"""Chapter 3's live picture: one token's vector, moved by the weighted values (d = 2).
+
+Left, the query among the keys; drag its tip (or use the arrow keys) and the
+scores q . k_j change. Right, the values v_j as arrows, the weighted values
+w_j v_j laid tip to tail, and their sum, the output, a point inside the triangle
+of the values. Below, the weights as each value's share of one bar.
+
+``vector_move()`` builds it; end a notebook cell with it. The browser
+(``qkv_viz/viz/js/vector_move.js``) computes every step. Python's numbers of what
+is on screen (``scores``, ``weights``, ``output``) and the still picture
+(``still()``, the ``image/png`` of the output) come from
+``qkv_viz.core.scaled_dot_product_attention``.
+
+Traits: ``q`` (the query, two numbers in -3..3), ``token`` (whose query the
+figure started from, 0..T-1; choosing one sets ``q`` to that row of Q),
+``scale`` (bool). A value the figure cannot show is refused with a
+``TraitError`` naming the trait, and the picture stays as it was.
+CSS classes: ``qkv-vector-move``, ``qkv-token``, ``qkv-scale-box``,
+``qkv-query-plane`` / ``qkv-value-plane`` / ``qkv-shares`` (canvases),
+``qkv-move-table``, ``qkv-message``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import traitlets
+from matplotlib.figure import Figure
+from matplotlib.patches import Polygon
+
+from qkv_viz.chapters.ch03_toy.toy import TOY_K, TOY_Q, TOY_V
+from qkv_viz.core.attention import scaled_dot_product_attention
+from qkv_viz.core.validate import as_array
+from qkv_viz.viz import style
+from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
+
+Q_LIM = 3.0  # the query plane shows -3..3 (vector_move.js's Q_LIM)
+SHARE_COLOURS = ("#009E73", "#56B4E9", "#E69F00")  # vector_move.js's first three
+
+
+class VectorMoveFigure(CanvasFigure):
+    """The live picture (build it with :func:`vector_move`)."""
+
+    _esm = module_source("vector_move.js")
+    q = traitlets.List(traitlets.Float()).tag(sync=True)
+    token = traitlets.Int(0).tag(sync=True)
+    scale = traitlets.Bool(True).tag(sync=True)
+    k = traitlets.Bytes(b"").tag(sync=True)
+    v = traitlets.Bytes(b"").tag(sync=True)
+    queries = traitlets.Bytes(b"").tag(sync=True)
+    names = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    d_k = traitlets.Int(2).tag(sync=True)
+
+    def __init__(self, Q=TOY_Q, K=TOY_K, V=TOY_V, token: int = 0, names=None, scale: bool = True):
+        self._Q, self._K, self._V = (as_array(n, a, ndim=2) for n, a in (("Q", Q), ("K", K), ("V", V)))
+        if self._Q.shape[1] != 2 or self._K.shape[1] != 2 or self._V.shape[1] != 2:
+            raise ValueError(f"this picture is drawn in the plane: Q, K and V need 2 columns, got shapes "
+                             f"{self._Q.shape}, {self._K.shape}, {self._V.shape}")
+        if self._K.shape[0] != self._V.shape[0]:
+            raise ValueError(f"K and V need one row per key: got {self._K.shape} and {self._V.shape}")
+        S = self._K.shape[0]
+        names = [f"token {j}" for j in range(S)] if names is None else [str(x) for x in names]
+        if len(names) != S:
+            raise ValueError(f"names needs one name per key ({S}), got {len(names)}")
+        super().__init__(names=names, d_k=2, scale=bool(scale), k=f64_bytes(self._K),
+                         v=f64_bytes(self._V), queries=f64_bytes(self._Q))
+        self.token = token
+        self.q = [float(x) for x in self._Q[self.token]]
+        self.observe(self._on_token, names=["token"])
+
+    @traitlets.validate("q")
+    def _valid_q(self, proposal):
+        q = proposal["value"]
+        if len(q) != 2 or not all(np.isfinite(q)) or max(abs(x) for x in q) > Q_LIM:
+            raise traitlets.TraitError(f"q must be two finite numbers in -{Q_LIM:g}..{Q_LIM:g}, got {q!r}")
+        return q
+
+    @traitlets.validate("token")
+    def _valid_token(self, proposal):
+        t, T = proposal["value"], self._Q.shape[0]
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t < T:
+            raise traitlets.TraitError(f"token must be an integer in 0..{T - 1}, got {t!r}")
+        return int(t)
+
+    def _on_token(self, change):
+        self.q = [float(x) for x in self._Q[change["new"]]]
+
+    # -- what is on screen, from the math core ----------------------------------
+    def _attend(self):
+        q = np.asarray(self.q, dtype=float)[None, :]  # (1, 2): one query
+        output, weights = scaled_dot_product_attention(q, self._K, self._V, scale=self.scale)  # (1, 2), (1, S)
+        return output[0], weights[0]
+
+    @property
+    def scores(self) -> np.ndarray:
+        """The scores (S,) softmax receives: K @ q, divided by sqrt(d_k) when ``scale``."""
+        q = np.asarray(self.q, dtype=float)
+        return self._K @ q / (np.sqrt(self.d_k) if self.scale else 1.0)  # (S, 2) @ (2,) -> (S,)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self._attend()[1]
+
+    @property
+    def output(self) -> np.ndarray:
+        return self._attend()[0]
+
+    def still(self) -> Figure:
+        """The picture on screen, drawn by matplotlib (what a viewer without JavaScript shows)."""
+        output, weights = self._attend()
+        q, K, V = np.asarray(self.q), self._K, self._V
+        fig = Figure(figsize=style.figsize(0.8, 0.52), dpi=style.DPI, layout="constrained")
+        left, right = fig.subplots(1, 2)
+        lo, hi = min(0.0, V.min()), max(0.0, V.max())
+        pad = 0.25 * (hi - lo)
+        arrow = dict(length_includes_head=True, head_width=0.2, overhang=0.2)
+        small = dict(length_includes_head=True, head_width=0.04 * (hi - lo), overhang=0.2)
+        for j, k in enumerate(K):
+            left.arrow(0, 0, *k, color=style.KEY_COLOR, width=0.02, **arrow)
+            left.annotate(f"k{j}", k, xytext=(4, 4), textcoords="offset points", color=style.KEY_COLOR,
+                          fontweight="bold")
+        left.arrow(0, 0, *q, color=style.QUERY_COLOR, width=0.04, **arrow)
+        left.annotate(f"q = ({q[0]:.1f}, {q[1]:.1f})", q, xytext=(6, -14), textcoords="offset points",
+                      color=style.QUERY_COLOR, fontweight="bold")
+        left.set(xlim=(-Q_LIM, Q_LIM), ylim=(-Q_LIM, Q_LIM), title="the query among the keys")
+        right.add_patch(Polygon(V, closed=True, facecolor=style.VALUE_COLOR, alpha=0.12, edgecolor="none"))
+        at = np.zeros(2)
+        for j, v in enumerate(V):
+            right.arrow(0, 0, *v, color=style.VALUE_COLOR, width=0.004, ls="--", **small)
+            right.annotate(f"v{j}", v, xytext=(4, 4), textcoords="offset points", color=style.VALUE_COLOR,
+                           fontweight="bold")
+            step = weights[j] * v  # (2,): this value's share of the output
+            right.arrow(*at, *step, color=SHARE_COLOURS[j % 3], width=0.006 + 0.03 * weights[j],
+                        label=f"{weights[j]:.2f} v{j}", **small)
+            at = at + step
+        right.plot(*output, "o", color=style.QUERY_COLOR, ms=8)
+        right.annotate(f"output ({output[0]:.2f}, {output[1]:.2f})", output, xytext=(10, -4),
+                       textcoords="offset points", ha="left", va="top", color=style.QUERY_COLOR, fontweight="bold")
+        right.set(xlim=(lo - pad, hi + pad), ylim=(lo - pad, hi + pad), title=r"output = $\Sigma_j\, w_j v_j$")
+        right.legend(loc="center", bbox_to_anchor=(0.42, 0.4), fontsize=style.FONT_PT - 1, frameon=False)
+        for ax in (left, right):
+            ax.set_aspect("equal")
+            ax.axhline(0, color="#ddd", lw=0.8, zorder=0)
+            ax.axvline(0, color="#ddd", lw=0.8, zorder=0)
+        return fig
+
+    def static_png(self) -> bytes:
+        return figure_png(self.still())
+
+
+def vector_move(Q=TOY_Q, K=TOY_K, V=TOY_V, token: int = 0, names=None) -> VectorMoveFigure:
+    """The live picture of one token's output (see the module doc); end a notebook cell with it."""
+    return VectorMoveFigure(Q, K, V, token, names)

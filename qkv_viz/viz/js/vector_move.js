@@ -1,0 +1,224 @@
+// qkv-viz in-browser renderer, part 2: chapter 3's "one token's vector, moved by the values".
+//
+// From Python (once): the keys K (S, 2), the values V (S, 2), the queries Q (T, 2), d_k and
+// the token names. Here, for each drag of the query (or arrow key, or choice of token):
+// scores = K @ q * factor (factor = 1/sqrt(d_k) or 1), weights = stable softmax(scores),
+// output = weights @ V (the same formulas as qkv_viz.core.scaled_dot_product_attention),
+// and the pictures: left, the query among the keys; right, the values as arrows, each
+// weighted value w_j v_j laid tip to tail, their sum (the output) inside the triangle of
+// the values; below, the weights as shares of one bar.
+
+const Q_COLOUR = "#D55E00", K_COLOUR = "#0072B2", V_COLOUR = "#009E73";   // style.QUERY/KEY/VALUE_COLOR
+const SHARE_COLOURS = ["#009E73", "#56B4E9", "#E69F00", "#CC79A7", "#F0E442", "#0072B2"];
+const Q_LIM = 3;   // the query plane shows -3..3 on both axes (widget.py refuses |q_i| > 3)
+
+// A plane: data coordinates [lo, hi]^2 in a square box of the canvas.
+function plane(lo, hi, box) {
+  const X = (v) => box.x + box.w * (v - lo) / (hi - lo), Y = (v) => box.y + box.h * (hi - v) / (hi - lo);
+  const inverse = (px, py) => [lo + (px - box.x) * (hi - lo) / box.w, hi - (py - box.y) * (hi - lo) / box.h];
+  return {X, Y, inverse, lo, hi, box};
+}
+
+function axes(ctx, p) {
+  ctx.strokeStyle = "#ddd";
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(p.X(p.lo), p.Y(0)); ctx.lineTo(p.X(p.hi), p.Y(0));
+  ctx.moveTo(p.X(0), p.Y(p.lo)); ctx.lineTo(p.X(0), p.Y(p.hi));
+  ctx.stroke();
+  ctx.strokeStyle = "#444";
+  ctx.strokeRect(p.box.x + 0.5, p.box.y + 0.5, p.box.w, p.box.h);
+}
+
+// An arrow from data point a to data point b in plane p.
+function drawArrow(ctx, p, a, b, colour, width = 2, dash = []) {
+  const x0 = p.X(a[0]), y0 = p.Y(a[1]), x1 = p.X(b[0]), y1 = p.Y(b[1]);
+  const len = Math.hypot(x1 - x0, y1 - y0);
+  if (len < 0.5) return;
+  const ang = Math.atan2(y1 - y0, x1 - x0), tip = Math.min(6 + 1.5 * width, len);
+  ctx.strokeStyle = colour; ctx.fillStyle = colour; ctx.lineWidth = width; ctx.setLineDash(dash);
+  ctx.beginPath(); ctx.moveTo(x0, y0);
+  ctx.lineTo(x1 - 0.7 * tip * Math.cos(ang), y1 - 0.7 * tip * Math.sin(ang)); ctx.stroke();
+  ctx.setLineDash([]);
+  ctx.beginPath(); ctx.moveTo(x1, y1);
+  for (const side of [-0.45, 0.45]) ctx.lineTo(x1 - tip * Math.cos(ang + side), y1 - tip * Math.sin(ang + side));
+  ctx.fill();
+  ctx.lineWidth = 1;
+}
+
+// scores, weights, output of one query q (2,) against keys (S, 2) and values (S, d_v).
+function attendOne(q, keys, values, S, dV, factor) {
+  const scores = new Float64Array(S);
+  for (let j = 0; j < S; j++) scores[j] = factor * (keys[2 * j] * q[0] + keys[2 * j + 1] * q[1]);  // (S, 2) @ (2,) -> (S,)
+  const weights = softmaxRows(scores, 1, S, 1);
+  const output = new Float64Array(dV);
+  for (let j = 0; j < S; j++) for (let c = 0; c < dV; c++) output[c] += weights[j] * values[j * dV + c];  // (S,) @ (S, d_v)
+  return {scores, weights, output};
+}
+
+function render({model, el}) {
+  const names = model.get("names"), S = names.length, dK = model.get("d_k");
+  const keys = asF64(model.get("k")), values = asF64(model.get("v")), queries = asF64(model.get("queries"));
+  const T = queries.length / 2, dV = values.length / S;
+  // ---- controls
+  const token = h("select", {class: "qkv-token", "aria-label": "whose query"});
+  for (let i = 0; i < T; i++) token.append(h("option", {value: i, text: `${names[i] || `token ${i}`}'s query`}));
+  token.value = String(model.get("token"));
+  const scale = h("input", {type: "checkbox", class: "qkv-scale-box", "data-lm-suppress-shortcuts": "true",
+                            "aria-label": "divide the scores by the square root of d_k"});
+  scale.checked = model.get("scale");
+  const message = h("div", {class: "qkv-message", role: "status"});
+  const left = makeCanvas("qkv-query-plane", 300, 300);
+  const right = makeCanvas("qkv-value-plane", 300, 300);
+  const shares = makeCanvas("qkv-shares", 612, 56);
+  left.canvas.setAttribute("tabindex", "0");
+  left.canvas.setAttribute("aria-label", "the query: drag its tip, or use the arrow keys");
+  left.canvas.setAttribute("data-lm-suppress-shortcuts", "true");
+  left.canvas.style.cursor = "grab";
+  const table = h("table", {class: "qkv-readouts qkv-move-table"});
+  const root = h("div", {class: "qkv-figure qkv-vector-move"}, [
+    h("div", {class: "qkv-row"}, [labelled("start from", token),
+      h("label", {class: "qkv-control"}, [scale, h("span", {text: `divide by \u221ad\u2096 (d\u2096 = ${dK})`})])]),
+    message,
+    h("div", {class: "qkv-row qkv-top"}, [left.canvas, right.canvas]),
+    shares.canvas, table,
+    h("div", {class: "qkv-hint", text: "Drag the tip of the orange query (or click the left plane and use the arrow keys)."})]);
+  el.append(root);
+
+  const s = {q: model.get("q").map(Number), token: model.get("token"), scale: model.get("scale")};
+  const trail = [];   // the last outputs, to see the point move
+
+  // value plane: the values and the origin, padded
+  let lo = 0, hi = 0;
+  for (let i = 0; i < S * dV; i++) { lo = Math.min(lo, values[i]); hi = Math.max(hi, values[i]); }
+  const pad = 0.25 * (hi - lo || 1);
+  const qp = plane(-Q_LIM, Q_LIM, {x: 30, y: 26, w: 256, h: 256});
+  const vp = plane(lo - pad, hi + pad, {x: 30, y: 26, w: 256, h: 256});
+
+  function drawLeft(r) {
+    const {ctx, width, height} = left;
+    ctx.clearRect(0, 0, width, height);
+    text(ctx, "the query among the keys", qp.box.x, 16, {font: BOLD});
+    axes(ctx, qp);
+    for (let j = 0; j < S; j++) {
+      const kj = [keys[2 * j], keys[2 * j + 1]];
+      drawArrow(ctx, qp, [0, 0], kj, K_COLOUR, 2);
+      text(ctx, `k${j}`, qp.X(kj[0]) + 5, qp.Y(kj[1]) - 5, {font: BOLD, colour: K_COLOUR});
+    }
+    drawArrow(ctx, qp, [0, 0], s.q, Q_COLOUR, 3);
+    ctx.fillStyle = Q_COLOUR;
+    ctx.beginPath(); ctx.arc(qp.X(s.q[0]), qp.Y(s.q[1]), 7, 0, 2 * Math.PI); ctx.fill();
+    text(ctx, `q = (${s.q[0].toFixed(1)}, ${s.q[1].toFixed(1)})`, qp.box.x + 6, qp.box.y + qp.box.h - 8,
+         {font: BOLD, colour: Q_COLOUR});
+  }
+
+  function drawRight(r) {
+    const {ctx, width, height} = right;
+    ctx.clearRect(0, 0, width, height);
+    text(ctx, "output = \u03a3 w\u2c7c v\u2c7c, inside the values' triangle", vp.box.x, 16, {font: BOLD});
+    axes(ctx, vp);
+    ctx.fillStyle = "rgba(0, 158, 115, 0.12)";
+    ctx.beginPath();
+    for (let j = 0; j < S; j++) ctx[j ? "lineTo" : "moveTo"](vp.X(values[j * dV]), vp.Y(values[j * dV + 1]));
+    ctx.closePath(); ctx.fill();
+    for (let j = 0; j < S; j++) {
+      const vj = [values[j * dV], values[j * dV + 1]];
+      drawArrow(ctx, vp, [0, 0], vj, V_COLOUR, 1, [4, 3]);
+      text(ctx, `v${j}`, vp.X(vj[0]) + 5, vp.Y(vj[1]) - 5, {font: BOLD, colour: V_COLOUR});
+    }
+    ctx.fillStyle = "rgba(213, 94, 0, 0.25)";
+    for (const p of trail) { ctx.beginPath(); ctx.arc(vp.X(p[0]), vp.Y(p[1]), 2.5, 0, 2 * Math.PI); ctx.fill(); }
+    let at = [0, 0];   // w_0 v_0, then + w_1 v_1, ...: tip to tail
+    for (let j = 0; j < S; j++) {
+      const next = [at[0] + r.weights[j] * values[j * dV], at[1] + r.weights[j] * values[j * dV + 1]];
+      drawArrow(ctx, vp, at, next, SHARE_COLOURS[j % SHARE_COLOURS.length], 1.5 + 4 * r.weights[j]);
+      at = next;
+    }
+    drawArrow(ctx, vp, [0, 0], [r.output[0], r.output[1]], Q_COLOUR, 3, [7, 4]);
+    ctx.fillStyle = Q_COLOUR;
+    ctx.beginPath(); ctx.arc(vp.X(r.output[0]), vp.Y(r.output[1]), 5, 0, 2 * Math.PI); ctx.fill();
+    text(ctx, `output (${r.output[0].toFixed(2)}, ${r.output[1].toFixed(2)})`, vp.box.x + 6, vp.box.y + vp.box.h - 8,
+         {font: BOLD, colour: Q_COLOUR});
+  }
+
+  function drawShares(r) {
+    const {ctx, width, height} = shares, box = {x: 30, y: 20, w: width - 40, h: 22};
+    ctx.clearRect(0, 0, width, height);
+    text(ctx, "the weights: each value's share of the output", box.x, 13, {font: BOLD});
+    let x = box.x;
+    for (let j = 0; j < S; j++) {
+      const w = r.weights[j] * box.w;
+      ctx.fillStyle = SHARE_COLOURS[j % SHARE_COLOURS.length];
+      ctx.fillRect(x, box.y, w, box.h);
+      if (w > 44) text(ctx, `v${j} ${(100 * r.weights[j]).toFixed(0)} %`, x + w / 2, box.y + box.h / 2,
+                       {align: "center", base: "middle", font: BOLD, colour: "#000"});
+      x += w;
+    }
+    ctx.strokeStyle = "#444";
+    ctx.strokeRect(box.x + 0.5, box.y + 0.5, box.w, box.h);
+  }
+
+  function drawTable(r) {
+    const f = (x, d = 3) => x.toFixed(d);
+    const row = (name, xs) => h("tr", {}, [h("th", {text: name}), ...xs.map((x) => h("td", {text: x}))]);
+    table.replaceChildren(
+      row("", names.map((n, j) => `${n} (k${j}, v${j})`)),
+      row("q\u00b7k\u2c7c", Array.from(r.scores, (x) => f(x / r.factor, 2))),
+      row(s.scale ? `scores (\u00d7 1/\u221a${dK})` : "scores (not scaled)", Array.from(r.scores, (x) => f(x))),
+      row("weights w\u2c7c", Array.from(r.weights, (x) => f(x))));
+  }
+
+  function update() {
+    const factor = s.scale ? 1 / Math.sqrt(dK) : 1;
+    const r = {factor, ...attendOne(s.q, keys, values, S, dV, factor)};
+    trail.push([r.output[0], r.output[1]]);
+    if (trail.length > 40) trail.shift();
+    drawLeft(r); drawRight(r); drawShares(r); drawTable(r);
+    el.qkv = {settings: {q: [...s.q], token: s.token, scale: s.scale},
+              scores: Array.from(r.scores), weights: Array.from(r.weights), output: Array.from(r.output)};
+  }
+
+  function attempt(change) {
+    try { change(); update(); setMessage(message, ""); }
+    catch (err) { setMessage(message, `${err.message}. Showing the last valid picture.`); }
+  }
+  const sendQ = () => { model.set("q", [...s.q]); model.save_changes(); };
+  const clampQ = (v) => Math.round(10 * Math.max(-Q_LIM, Math.min(Q_LIM, v))) / 10;
+
+  // ---- dragging the query's tip (pointer events: mouse, pen and touch)
+  let dragging = false;
+  const at = (e) => { const b = left.canvas.getBoundingClientRect(); return qp.inverse(e.clientX - b.left, e.clientY - b.top); };
+  left.canvas.addEventListener("pointerdown", (e) => {
+    const [x, y] = at(e);
+    if (Math.hypot(qp.X(x) - qp.X(s.q[0]), qp.Y(y) - qp.Y(s.q[1])) > 14) return;   // grab the tip only
+    dragging = true;
+    left.canvas.setPointerCapture(e.pointerId);
+    left.canvas.style.cursor = "grabbing";
+  });
+  left.canvas.addEventListener("pointermove", (e) => {
+    if (!dragging) return;
+    attempt(() => { s.q = at(e).map(clampQ); });
+  });
+  const stop = () => { if (dragging) { dragging = false; left.canvas.style.cursor = "grab"; sendQ(); } };
+  left.canvas.addEventListener("pointerup", stop);
+  left.canvas.addEventListener("pointercancel", stop);
+  left.canvas.addEventListener("keydown", (e) => {
+    const step = {ArrowLeft: [-0.1, 0], ArrowRight: [0.1, 0], ArrowUp: [0, 0.1], ArrowDown: [0, -0.1]}[e.key];
+    if (!step) return;
+    e.preventDefault();
+    attempt(() => { s.q = [clampQ(s.q[0] + step[0]), clampQ(s.q[1] + step[1])]; sendQ(); });
+  });
+  token.addEventListener("change", () => attempt(() => {
+    s.token = Number(token.value);
+    s.q = [queries[2 * s.token], queries[2 * s.token + 1]];
+    model.set("token", s.token); sendQ();
+  }));
+  scale.addEventListener("change", () => attempt(() => { s.scale = scale.checked; model.set("scale", s.scale); model.save_changes(); }));
+  // Python-side changes (figure.q = [1, 0] in a cell) move the picture too
+  model.on("change:q", () => { const v = model.get("q").map(Number); if (v.join() !== s.q.join()) attempt(() => { s.q = v; }); });
+  model.on("change:token", () => attempt(() => { s.token = model.get("token"); token.value = String(s.token); }));
+  model.on("change:scale", () => attempt(() => { s.scale = model.get("scale"); scale.checked = s.scale; }));
+  attempt(() => {});
+}
+
+export default { render };

@@ -1,102 +1,134 @@
-"""Chapter 7 exercises: a masked softmax written by the reader, cross-attention shapes,
-causal and padding masks, torch's key_padding_mask.
+"""Chapter 7 exercises: batched cross-attention with padded keys, a decoder's combined
+causal-and-padding mask, and two questions (a causal mask's size, torch's key_padding_mask).
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never the
-answer. ``None`` (or a function that still returns ``None``) is "no answer yet".
+answer. ``None`` is "no answer yet".
 """
 from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.chapters.feedback import Feedback, check_close, check_exact, check_function, no_answer
-from qkv_viz.core.attention import causal_mask, masked_softmax
+from qkv_viz.chapters.feedback import Feedback, check_exact, check_function, no_answer
+from qkv_viz.core.attention import causal_mask, masked_softmax, padding_mask
 
-STUB = ("No answer yet: your function still returns None. Replace the None with your code, "
-        "then run the cell again.")
 CAUSAL_T = 9                       # exercise 3
 PAD_LENGTHS, PAD_S = (3, 5), 5     # exercise 4
 
 
-# ---------------------------------------------------------------- exercise 1: masked softmax
-def masked_softmax_cases(n: int = 6, seed=None):
-    """(scores, mask) pairs: random sizes and masks; from case 2 on one row is fully masked;
-    the last case has scores in the hundreds (a plain exp overflows)."""
+# ---------------------------------------------------------------- exercise 1: batched cross-attention
+def cross_attention_reference(y, x, W_q, W_k, W_v, lengths):
+    """y (B, T, d_model), x (B, S, d_model), lengths (B,) -> output (B, T, d_v), weights (B, T, S).
+
+    Queries from ``y``, keys and values from ``x``; keys at positions >= lengths[b] are hidden.
+    """
+    q = y @ W_q                                          # (B, T, d_model) @ (d_model, d_k) -> (B, T, d_k)
+    k, v = x @ W_k, x @ W_v                              # (B, S, d_k), (B, S, d_v)
+    scores = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])   # (B, T, d_k) @ (B, d_k, S) -> (B, T, S)
+    weights = masked_softmax(scores, padding_mask(np.asarray(lengths), x.shape[1]))
+    return weights @ v, weights                          # (B, T, S) @ (B, S, d_v) -> (B, T, d_v)
+
+
+def cross_attention_cases(seed=None) -> list:
+    """(y, x, W_q, W_k, W_v, lengths) with T != S, d_k != d_v; the last case has an empty
+    sentence (length 0: every key hidden)."""
     rng = np.random.default_rng(seed)
     cases = []
-    for c in range(n):
-        T, S = (int(a) for a in rng.choice(np.arange(2, 8), size=2, replace=False))
-        scores = rng.normal(scale=3.0, size=(T, S))
-        if c == n - 1:
-            scores = scores + 800.0
-        mask = rng.random((T, S)) < 0.7
-        mask[np.arange(T), rng.integers(0, S, size=T)] = True  # every row sees at least one key ...
-        if c >= 1:
-            mask[rng.integers(0, T)] = False                    # ... except one fully masked row
-        cases.append((scores, mask))
+    for B, T, S, d_model, d_k, d_v, lengths in [(2, 3, 5, 6, 4, 3, [5, 2]), (3, 4, 7, 8, 6, 5, [7, 1, 4]),
+                                                 (2, 2, 4, 5, 3, 2, [3, 0])]:
+        cases.append((rng.normal(size=(B, T, d_model)), rng.normal(size=(B, S, d_model)),
+                      rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_k)),
+                      rng.normal(size=(d_model, d_v)), np.array(lengths)))
     return cases
 
 
-def _diagnose_masked(got, want, case):
-    scores, mask = case
-    got = np.asarray(got, dtype=float)
-    if got.shape != want.shape:
+def _diagnose_cross(got, want, case):
+    y, x, W_q, W_k, W_v, lengths = case
+    if not isinstance(got, tuple) or len(got) != 2:
         return None
-    empty = ~mask.any(axis=-1)
-    for r in np.flatnonzero(empty):
-        if not np.all(np.isfinite(got[r])):
-            return (f"row {r} is fully masked (it may attend to no key) and your weights there are NaN: "
-                    f"exp(-inf) / sum(exp(-inf)) is 0/0. The book's convention for such a row is all "
-                    f"zeros; handle it separately.")
-    live = ~empty
-    if not np.all(np.isfinite(got[live])):
-        big = np.abs(scores).max()
-        return (f"your weights contain NaN or inf in rows that do have allowed keys (scores go up to "
-                f"{big:.0f}): exp overflows. Subtract each row's largest allowed score before exp.")
-    if np.allclose(got, masked_softmax(scores, ~mask)):
-        return "your weights sit on the masked keys: in this book True means 'may attend', False means hidden."
-    leak = (~mask) & (np.abs(got) > 1e-12)
+    out, w = got
+    B, T, S = w.shape
+    real = np.arange(S)[None, None, :] < np.asarray(lengths)[:, None, None]   # (B, 1, S)
+    real = np.broadcast_to(real, w.shape)
+    for b in range(B):
+        if lengths[b] == 0 and not np.all(np.isfinite(w[b])):
+            return (f"sentence {b} has length 0, so every key is padding and your weights there are NaN "
+                    f"(0/0). The book's convention is all-zero weights; masked_softmax does it.")
+    if not np.all(np.isfinite(w)):
+        return "your weights contain NaN or inf in sentences that do have real tokens."
+    leak = ~real & (np.abs(w) > 1e-12)
     if np.any(leak):
-        r, j = (int(a) for a in np.argwhere(leak)[0])
-        return (f"row {r}, key {j} is masked (mask[{r}, {j}] is False) but got weight {got[r, j]:.3g}; "
-                f"masked keys must get exactly 0.")
-    if np.any(empty) and np.any(got[empty] != 0):
-        r = int(np.flatnonzero(empty)[0])
-        return f"row {r} is fully masked; the book's convention gives it all-zero weights."
-    sums = got[live].sum(axis=-1)
-    if not np.allclose(sums, 1.0):
-        r = int(np.flatnonzero(live)[np.argmax(np.abs(sums - 1))])
-        return (f"row {r}'s weights sum to {got[r].sum():.4g}; the weights over the allowed keys must "
-                f"sum to 1 (softmax over the allowed keys only).")
+        b, i, j = (int(a) for a in np.argwhere(leak)[0])
+        if np.allclose(w, cross_attention_reference(y, x, W_q, W_k, W_v, np.full(B, S))[1]):
+            return "your weights ignore `lengths`: no key is hidden. Build the padding mask from the lengths."
+        return (f"sentence {b} has {lengths[b]} real tokens, but query {i} gives key {j} weight {w[b, i, j]:.3g}; "
+                f"padded keys (positions >= the length) must get exactly 0.")
+    q, k = y @ W_q, x @ W_k
+    unscaled = masked_softmax(q @ k.swapaxes(-1, -2), np.broadcast_to(real, w.shape))
+    if np.allclose(w, unscaled):
+        return "your weights are right except for the scale: divide the scores by sqrt(d_k)."
+    sums = w.sum(axis=-1)
+    live = np.asarray(lengths)[:, None] > 0
+    if not np.allclose(sums[np.broadcast_to(live, sums.shape)], 1.0):
+        return ("some rows of your weights do not sum to 1: softmax runs over the keys (the last axis), "
+                "one row per query.")
+    if np.allclose(w, want[1]):
+        return ("your weights are right but the output is not: it is weights @ V, with V computed from x "
+                "(the encoder).")
     return None
 
 
-def check_masked_softmax(fn, seed=None) -> Feedback:
-    """Exercise 1: ``fn(scores, mask)`` -> weights (T, S): softmax over the keys where mask is
-    True, exactly 0 where it is False, all zeros in a fully masked row."""
-    cases = masked_softmax_cases(seed=seed)
-    if fn is None:
-        return no_answer()
-    try:
-        if callable(fn) and fn(*cases[0]) is None:
-            return Feedback(False, STUB, pending=True)
-    except Exception:  # noqa: BLE001 - check_function reports the reader's error precisely
-        pass
-    return check_function(fn, masked_softmax, cases, name="your masked softmax",
-                          diagnose=_diagnose_masked, atol=1e-9)
+def check_cross_attention(fn, seed=None) -> Feedback:
+    """Exercise 1: ``fn(y, x, W_q, W_k, W_v, lengths)`` -> ``(output, weights)``, batched
+    cross-attention with the padded keys of each sentence hidden."""
+    return check_function(fn, cross_attention_reference, cross_attention_cases(seed), name="your cross_attention",
+                          diagnose=_diagnose_cross, atol=1e-8,
+                          praise="Queries from y, keys and values from x, padding hidden: batched cross-attention.")
 
 
-# ---------------------------------------------------------------- exercises 2-5
-def check_cross_weights_shape(answer) -> Feedback:
-    """Exercise 2: a decoder with T=5 target tokens cross-attends over S=9 encoder tokens with
-    4 heads. The shape of the attention weights, (heads, rows, columns)."""
-    return check_exact(answer, (4, 5, 9),
-                       hint="each head has its own map; rows are queries (which side asks?), "
-                            "columns are keys (which side is looked at?).",
-                       praise="Queries come from the decoder, keys from the encoder: a rectangular map per head.")
+# ---------------------------------------------------------------- exercise 2: causal & padding
+def decoder_mask_reference(lengths, T):
+    """(B, T, T) bool: query i may look at key j when j <= i and j < lengths[b]."""
+    return causal_mask(T)[None] & padding_mask(np.asarray(lengths), T)   # (1, T, T) & (B, 1, T)
 
 
+def decoder_mask_cases(seed=None) -> list:
+    rng = np.random.default_rng(seed)
+    cases = [(np.array([4, 2]), 4)]
+    for B, T in [(3, 6), (4, 5)]:
+        cases.append((rng.integers(0, T + 1, size=B), T))
+    return cases
+
+
+def _diagnose_decoder_mask(got, want, case):
+    lengths, T = case
+    causal = causal_mask(T)[None]
+    pad = padding_mask(np.asarray(lengths), T)
+    g = got.astype(bool) if np.all(np.isin(got, (0, 1))) else None
+    if g is None:
+        return "give a boolean mask (True/False, or 1/0)."
+    if np.array_equal(g, ~np.asarray(want)):
+        return "your mask is the opposite one: in this book True means 'may look'."
+    if np.array_equal(g, np.broadcast_to(causal, g.shape)):
+        return "that is the causal mask alone; padded keys (positions >= the length) must be hidden too."
+    if np.array_equal(g, np.broadcast_to(pad, g.shape)):
+        return "that is the padding mask alone; keys after the query (j > i) must be hidden too."
+    if np.array_equal(g, np.broadcast_to(causal.swapaxes(-1, -2) & pad, g.shape)):
+        return "your triangle is the upper one: query i (row) may look at keys j <= i (columns up to the diagonal)."
+    if np.array_equal(g, np.broadcast_to(causal & pad.swapaxes(-1, -2), g.shape)):
+        return "you hid padded queries (rows) instead of padded keys (columns)."
+    return None
+
+
+def check_decoder_mask(fn, seed=None) -> Feedback:
+    """Exercise 2: ``fn(lengths, T)`` -> (B, T, T) bool, causal AND real key."""
+    return check_function(fn, decoder_mask_reference, decoder_mask_cases(seed), name="your decoder_mask",
+                          diagnose=_diagnose_decoder_mask, atol=0,
+                          praise="Causal and padding in one mask: what a decoder's self-attention uses.")
+
+
+# ---------------------------------------------------------------- exercises 3-4
 def check_causal_allowed(answer) -> Feedback:
-    """Exercise 3: how many (query, key) pairs may attend under ``causal_mask(9)``?"""
+    """Exercise 3: how many (query, key) pairs may attend under a causal mask over 9 tokens?"""
     return check_exact(answer, int(causal_mask(CAUSAL_T).sum()),
                        hint="query i sees keys 0..i; add up how many keys each of the 9 rows sees.")
 
@@ -120,15 +152,6 @@ def check_key_padding_mask(answer) -> Feedback:
     if np.array_equal(a, expected):
         return Feedback(True, "True marks padding, which nn.MultiheadAttention ignores.")
     if np.array_equal(a, ~expected):
-        return Feedback(False, "That is the book's convention (True = may attend). torch's key_padding_mask "
+        return Feedback(False, "That is the book's convention (True = may look). torch's key_padding_mask "
                                "means the opposite: True = this key is padding, ignore it.")
     return Feedback(False, f"Not yet. Hint: {hint} Which positions of a 3-token sentence are padding?")
-
-
-def check_padded_weights(answer) -> Feedback:
-    """Exercise 5: scores [1, 2, 3, 4] for one query; the last two keys are padding.
-    The four attention weights (no scaling)."""
-    expected = masked_softmax(np.array([[1.0, 2.0, 3.0, 4.0]]), np.array([[True, True, False, False]]))[0]
-    return check_close(answer, expected, atol=2e-3,
-                       hint="padded keys get weight exactly 0; softmax runs over the real keys only, "
-                            "so the remaining weights still add up to 1.")

@@ -7,19 +7,32 @@ from __future__ import annotations
 import numpy as np
 
 
-def masked_softmax(scores, mask):
-    """Exercise 1. scores (T, S), mask (T, S) with True = may attend -> weights (T, S)."""
-    filled = np.where(mask, scores, -np.inf)                # hidden keys -> -inf
-    row_max = filled.max(axis=-1, keepdims=True)            # (T, 1); -inf for a fully masked row
-    row_max = np.where(np.isfinite(row_max), row_max, 0.0)  # avoid -inf - (-inf) = NaN
-    e = np.exp(filled - row_max)                            # exp(-inf) = 0 for hidden keys
-    total = e.sum(axis=-1, keepdims=True)                   # (T, 1); 0 for a fully masked row
-    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)   # 0/0 -> 0, the book's convention
+def _masked_softmax(scores, mask):
+    """softmax over the last axis where mask is True; 0 on hidden keys; a fully hidden row -> zeros."""
+    filled = np.where(mask, scores, -np.inf)                       # hidden keys -> -inf
+    row_max = filled.max(axis=-1, keepdims=True)                   # (..., 1); -inf for a fully hidden row
+    e = np.exp(filled - np.where(np.isfinite(row_max), row_max, 0.0))   # exp(-inf) = 0
+    total = e.sum(axis=-1, keepdims=True)                          # (..., 1); 0 for a fully hidden row
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
-def cross_weights_shape():
-    """Exercise 2. One (T, S) map per head: (heads, decoder tokens, encoder tokens)."""
-    return (4, 5, 9)
+def cross_attention(y, x, W_q, W_k, W_v, lengths):
+    """Exercise 1. y (B, T, d_model), x (B, S, d_model), lengths (B,) -> (B, T, d_v), (B, T, S)."""
+    q = y @ W_q                                                    # (B, T, d_model) @ (d_model, d_k) -> (B, T, d_k)
+    k = x @ W_k                                                    # (B, S, d_model) @ (d_model, d_k) -> (B, S, d_k)
+    v = x @ W_v                                                    # (B, S, d_model) @ (d_model, d_v) -> (B, S, d_v)
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])     # (B, T, d_k) @ (B, d_k, S) -> (B, T, S)
+    S = x.shape[1]
+    real = np.arange(S)[None, :] < np.asarray(lengths)[:, None]    # (1, S) < (B, 1) -> (B, S)
+    weights = _masked_softmax(scores, real[:, None, :])            # mask (B, 1, S) broadcasts over queries
+    return weights @ v, weights                                    # (B, T, S) @ (B, S, d_v) -> (B, T, d_v)
+
+
+def decoder_mask(lengths, T):
+    """Exercise 2. lengths (B,) -> (B, T, T): key j <= query i, and key j a real token."""
+    causal = np.tril(np.ones((T, T), dtype=bool))                  # (T, T) lower triangle
+    real = np.arange(T)[None, :] < np.asarray(lengths)[:, None]    # (B, T): real keys
+    return causal[None, :, :] & real[:, None, :]                   # (1, T, T) & (B, 1, T) -> (B, T, T)
 
 
 def causal_allowed():
@@ -31,9 +44,3 @@ def key_padding_mask():
     """Exercise 4. torch: (B, S), True = padding (ignore)."""
     return [[False, False, False, True, True],
             [False, False, False, False, False]]
-
-
-def padded_weights():
-    """Exercise 5. softmax([1, 2]) = [1, e] / (1 + e) on the real keys, 0 on the padding."""
-    e = np.e
-    return [1 / (1 + e), e / (1 + e), 0.0, 0.0]

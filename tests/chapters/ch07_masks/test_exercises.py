@@ -4,72 +4,124 @@ import numpy as np
 import pytest
 import torch
 
+from qkv_viz import causal_mask, masked_softmax, padding_mask
 from qkv_viz.chapters.ch07_masks import exercises as ch07
 from qkv_viz.chapters.ch07_masks import solutions as sol
 
-VALUES = [(ch07.check_cross_weights_shape, sol.cross_weights_shape),
-          (ch07.check_causal_allowed, sol.causal_allowed),
-          (ch07.check_key_padding_mask, sol.key_padding_mask),
-          (ch07.check_padded_weights, sol.padded_weights)]
+
+@pytest.mark.parametrize("seed", [None, 0, 1, 2])
+def test_function_solutions_pass(seed):
+    for check, fn in [(ch07.check_cross_attention, sol.cross_attention),
+                      (ch07.check_decoder_mask, sol.decoder_mask)]:
+        fb = check(fn, seed=seed)
+        assert fb.correct, fb.message
 
 
-@pytest.mark.parametrize("seed", [None, 0, 1, 2, 3])
-def test_masked_softmax_solution_passes(seed):
-    fb = ch07.check_masked_softmax(sol.masked_softmax, seed=seed)
-    assert fb.correct, fb.message
-
-
-@pytest.mark.parametrize("check,solution", VALUES)
+@pytest.mark.parametrize("check,solution", [(ch07.check_causal_allowed, sol.causal_allowed),
+                                            (ch07.check_key_padding_mask, sol.key_padding_mask)])
 def test_value_solutions_pass(check, solution):
     fb = check(solution())
     assert fb.correct, fb.message
 
 
-@pytest.mark.parametrize("check", [c for c, _ in VALUES] + [ch07.check_masked_softmax])
+@pytest.mark.parametrize("check", [ch07.check_cross_attention, ch07.check_decoder_mask,
+                                   ch07.check_causal_allowed, ch07.check_key_padding_mask])
 def test_placeholder_is_pending(check):
     fb = check(None)
     assert not fb.correct and fb.pending
-    if check is ch07.check_masked_softmax:
-        fb = check(lambda scores, mask: None)
-        assert not fb.correct and fb.pending
 
 
-def _naive(scores, mask):  # the textbook recipe: NaN on a fully masked row
-    s = np.where(mask, scores, -np.inf)
+def test_stub_returning_none_is_not_right():
+    assert not ch07.check_cross_attention(lambda *a: None)
+    assert not ch07.check_decoder_mask(lambda *a: None)
+
+
+# ---------------------------------------------------------------- exercise 1's typical mistakes
+def _no_mask(y, x, W_q, W_k, W_v, lengths):
+    return sol.cross_attention(y, x, W_q, W_k, W_v, np.full(len(lengths), x.shape[1]))
+
+
+def _naive_inf(y, x, W_q, W_k, W_v, lengths):  # -inf then softmax: NaN for an empty sentence
+    q, k, v = y @ W_q, x @ W_k, x @ W_v
+    s = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])
+    real = (np.arange(x.shape[1])[None, :] < lengths[:, None])[:, None, :]
+    s = np.where(real, s, -np.inf)
     e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    w = e / e.sum(axis=-1, keepdims=True)
+    return w @ v, w
 
 
-def _leaky(scores, mask):  # forgets the mask
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+def _unscaled(y, x, W_q, W_k, W_v, lengths):
+    q = y @ W_q * np.sqrt(W_q.shape[1])          # undoes the 1/sqrt(d_k)
+    return sol.cross_attention(q @ np.linalg.pinv(W_q), x, W_q, W_k, W_v, lengths)
 
 
-def _overflowing(scores, mask):  # no max subtraction
-    e = np.where(mask, np.exp(scores), 0.0)
-    total = e.sum(axis=-1, keepdims=True)
-    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+def _wrong_output(y, x, W_q, W_k, W_v, lengths):
+    out, w = sol.cross_attention(y, x, W_q, W_k, W_v, lengths)
+    return w @ (x @ W_k)[..., : W_v.shape[1]], w  # mixes keys instead of values
 
 
-def _reversed(scores, mask):  # True read as "hide"
-    return sol.masked_softmax(scores, ~mask)
+def _columns_sum_to_one(y, x, W_q, W_k, W_v, lengths):
+    out, w = sol.cross_attention(y, x, W_q, W_k, W_v, lengths)
+    s = (y @ W_q) @ (x @ W_k).swapaxes(-1, -2) / np.sqrt(W_q.shape[1])
+    real = np.broadcast_to((np.arange(x.shape[1])[None, :] < lengths[:, None])[:, None, :], s.shape)
+    e = np.where(real, np.exp(s - s.max()), 0.0)
+    w2 = e / np.maximum(e.sum(axis=-2, keepdims=True), 1e-300)
+    return w2 @ (x @ W_v), w2
 
 
-@pytest.mark.parametrize("fn,words", [(_naive, "fully masked"), (_leaky, "is masked"),
-                                      (_overflowing, "overflows"), (_reversed, "True means")])
-def test_masked_softmax_mistakes_are_named(fn, words):
+@pytest.mark.parametrize("fn,words", [(_no_mask, "ignore `lengths`"), (_naive_inf, "length 0"),
+                                      (_unscaled, "sqrt(d_k)"), (_wrong_output, "weights @ V"),
+                                      (_columns_sum_to_one, "sum to 1")])
+def test_cross_attention_mistakes_are_named(fn, words):
     with np.errstate(all="ignore"):
-        fb = ch07.check_masked_softmax(fn, seed=7)
+        fb = ch07.check_cross_attention(fn, seed=3)
     assert not fb.correct and words in fb.message, fb.message
 
 
-def test_masked_softmax_leak_names_row_and_key():
-    scores, mask = ch07.masked_softmax_cases(seed=11)[0]
-    fb = ch07.check_masked_softmax(_leaky, seed=11)
-    r, j = np.argwhere(~mask)[0]
-    assert f"row {r}, key {j}" in fb.message, fb.message
+def test_cross_attention_leak_names_sentence_query_key():
+    def leak_one(y, x, W_q, W_k, W_v, lengths):
+        out, w = sol.cross_attention(y, x, W_q, W_k, W_v, lengths)
+        w = w.copy(); w[1, 0, -1] = 0.5           # sentence 1 has 2 real tokens of 5 in case 1
+        return out, w
+    fb = ch07.check_cross_attention(leak_one, seed=0)
+    assert not fb.correct and "sentence 1 has 2 real tokens" in fb.message and "key 4" in fb.message, fb.message
 
 
+def test_cross_attention_reference_is_the_core_per_sentence():
+    y, x, W_q, W_k, W_v, lengths = ch07.cross_attention_cases(seed=5)[1]
+    out, w = ch07.cross_attention_reference(y, x, W_q, W_k, W_v, lengths)
+    for b in range(len(lengths)):
+        n = lengths[b]
+        q, k, v = y[b] @ W_q, x[b, :n] @ W_k, x[b, :n] @ W_v     # only the real keys
+        s = q @ k.T / np.sqrt(W_q.shape[1])
+        ref_w = np.exp(s - s.max(-1, keepdims=True)); ref_w /= ref_w.sum(-1, keepdims=True)
+        np.testing.assert_allclose(w[b, :, :n], ref_w, atol=1e-12)
+        np.testing.assert_array_equal(w[b, :, n:], 0)
+        np.testing.assert_allclose(out[b], ref_w @ v, atol=1e-12)
+
+
+# ---------------------------------------------------------------- exercise 2's typical mistakes
+@pytest.mark.parametrize("fn,words", [
+    (lambda lengths, T: ~sol.decoder_mask(lengths, T), "opposite"),
+    (lambda lengths, T: np.broadcast_to(causal_mask(T), (len(lengths), T, T)), "causal mask alone"),
+    (lambda lengths, T: np.broadcast_to(padding_mask(lengths, T), (len(lengths), T, T)), "padding mask alone"),
+    (lambda lengths, T: np.triu(np.ones((T, T), bool))[None] & padding_mask(lengths, T), "upper one"),
+    (lambda lengths, T: causal_mask(T)[None] & padding_mask(lengths, T).swapaxes(-1, -2), "padded queries"),
+])
+def test_decoder_mask_mistakes_are_named(fn, words):
+    fb = ch07.check_decoder_mask(fn, seed=0)
+    assert not fb.correct and words in fb.message, fb.message
+
+
+def test_decoder_mask_reference_by_loops():
+    lengths, T = np.array([3, 0, 5]), 5
+    got = ch07.decoder_mask_reference(lengths, T)
+    want = np.array([[[j <= i and j < n for j in range(T)] for i in range(T)] for n in lengths])
+    np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- exercises 3-4
 def test_key_padding_mask_is_what_torch_wants():
     # torch ignores the keys marked True: the solution's mask must give the same output as
     # attending to the first `length` keys only.
@@ -85,11 +137,9 @@ def test_key_padding_mask_is_what_torch_wants():
     assert not fb.correct and "book's convention" in fb.message
 
 
-def test_causal_and_padded_numbers_follow_the_package():
-    from qkv_viz import causal_mask, masked_softmax
+def test_causal_count_follows_the_package_and_wrong_answers_get_no_answer():
     assert sol.causal_allowed() == causal_mask(9).sum()
-    w = masked_softmax(np.array([[1.0, 2, 3, 4]]), np.array([[True, True, False, False]]))[0]
-    assert np.allclose(sol.padded_weights(), w)
-    for wrong in ([0.25] * 4, [0.5, 0.5], "x"):
-        fb = ch07.check_padded_weights(wrong)
-        assert not fb.correct and f"{w[0]:.3f}" not in fb.message
+    for wrong in (81, 36, "x"):
+        fb = ch07.check_causal_allowed(wrong)
+        assert not fb.correct and "45" not in fb.message
+    assert masked_softmax(np.zeros((1, 3)), np.zeros((1, 3), bool)).sum() == 0

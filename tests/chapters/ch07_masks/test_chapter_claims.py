@@ -1,0 +1,92 @@
+"""What chapter 7 says about torch's masks, checked (these were visible checks in the chapter).
+
+The chapter's toy claims (cross-attention map, causal cut, padding) are printed outputs that
+nbval compares; here: the renormalisation, and torch's three boolean conventions, the float
+mask, and what torch's code paths give for a fully masked row (the text names torch 2.13).
+"""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from qkv_viz import causal_mask, masked_softmax, multi_head_attention, padding_mask, scaled_dot_product_attention
+from qkv_viz.bridges.torch_mha import params_from_torch_mha
+
+D, H, T, S = 8, 2, 3, 5
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(D, H, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():                      # torch starts out_proj.bias at 0: make it visible
+        torch.nn.init.normal_(mha.out_proj.bias, std=0.1)
+    return rng.normal(size=(2, T, D)), rng.normal(size=(2, S, D)), mha
+
+
+def test_a_masked_row_is_the_unmasked_row_cut_and_renormalised():
+    scores = np.random.default_rng(1).normal(size=(6, 6))
+    full, cut = masked_softmax(scores, np.ones((6, 6), bool)), masked_softmax(scores, causal_mask(6))
+    kept = np.where(causal_mask(6), full, 0)
+    np.testing.assert_allclose(cut, kept / kept.sum(-1, keepdims=True))
+    assert cut[0, 0] == 1.0
+
+
+def test_key_padding_mask_true_means_padding(data):
+    y, x, mha = data
+    mask = padding_mask([5, 3], S)                                   # (B, 1, S), True = real
+    ours, _ = multi_head_attention(y, x, params_from_torch_mha(mha), H, mask=mask)
+    with torch.no_grad():
+        right = mha(torch.tensor(y), torch.tensor(x), torch.tensor(x), key_padding_mask=torch.tensor(~mask[:, 0]))[0]
+        wrong = mha(torch.tensor(y), torch.tensor(x), torch.tensor(x), key_padding_mask=torch.tensor(mask[:, 0]))[0]
+    np.testing.assert_allclose(right.numpy(), ours, atol=1e-10)
+    assert torch.isnan(wrong[0]).all()                               # sentence 0 has no padding: all keys "ignored"
+
+
+def test_mha_bool_attn_mask_true_means_hidden_and_sdpa_true_means_may_look(data):
+    y, x, mha = data
+    mask = np.random.default_rng(2).random((T, S)) < 0.6
+    mask[:, 0] = True                                                # every row sees a key
+    ours_mha, _ = multi_head_attention(y[0], x[0], params_from_torch_mha(mha), H, mask=mask)
+    with torch.no_grad():
+        blocked = mha(torch.tensor(y[0]), torch.tensor(x[0]), torch.tensor(x[0]), attn_mask=torch.tensor(~mask))[0]
+        additive = torch.zeros(T, S, dtype=torch.float64).masked_fill(torch.tensor(~mask), float("-inf"))
+        blocked_add = mha(torch.tensor(y[0]), torch.tensor(x[0]), torch.tensor(x[0]), attn_mask=additive)[0]
+    np.testing.assert_allclose(blocked.numpy(), ours_mha, atol=1e-10)
+    np.testing.assert_allclose(blocked_add.numpy(), ours_mha, atol=1e-10)
+    q, k, v = (torch.tensor(a) for a in (y[0], x[0], x[0]))
+    sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=torch.tensor(mask))
+    sdpa_add = F.scaled_dot_product_attention(q, k, v, attn_mask=additive)
+    ours = scaled_dot_product_attention(y[0], x[0], x[0], mask=mask)[0]
+    np.testing.assert_allclose(sdpa.numpy(), ours, atol=1e-12)
+    np.testing.assert_allclose(sdpa_add.numpy(), ours, atol=1e-12)
+
+
+def test_fully_masked_row_in_torch_2_13(data):
+    if not torch.__version__.startswith("2.13"):
+        pytest.skip(f"chapter 7 describes torch 2.13; this is {torch.__version__}: re-measure and update the text")
+    y, x, mha = data
+    mask = np.ones((T, S), bool); mask[1] = False                   # query 1 may look at nothing
+    q, k = torch.tensor(y[0]), torch.tensor(x[0])
+    sdpa = F.scaled_dot_product_attention(q, k, k, attn_mask=torch.tensor(mask))
+    np.testing.assert_allclose(sdpa.numpy(), scaled_dot_product_attention(y[0], x[0], x[0], mask=mask)[0], atol=1e-12)
+    assert torch.all(sdpa[1] == 0)
+    with torch.no_grad():
+        o_w = mha(q[None], k[None], k[None], attn_mask=torch.tensor(~mask))[0]
+        o_nw = mha(q[None], k[None], k[None], attn_mask=torch.tensor(~mask), need_weights=False)[0]
+    assert torch.isnan(o_w[0, 1]).any()
+    assert torch.allclose(o_nw[0, 1], mha.out_proj.bias)
+    ours, _ = multi_head_attention(y[0], x[0], params_from_torch_mha(mha), H, mask=mask)
+    np.testing.assert_allclose(o_nw[0].numpy(), ours, atol=1e-10)
+
+
+def test_minus_1e9_gives_uniform_weights_and_minus_inf_nan_gradients():
+    scores = torch.randn(3, 4, dtype=torch.float64)
+    allowed = torch.ones(3, 4, dtype=torch.bool); allowed[1] = False
+    uniform = torch.softmax(scores.masked_fill(~allowed, -1e9), dim=-1)
+    assert torch.allclose(uniform[1], torch.full((4,), 0.25, dtype=torch.float64))
+    v = torch.randn(4, 2, dtype=torch.float64, requires_grad=True)
+    (torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1) @ v).sum().backward()
+    assert torch.isnan(v.grad).all()
+    np.testing.assert_array_equal(masked_softmax(scores.numpy(), allowed.numpy())[1], 0)

@@ -1,0 +1,127 @@
+"""Chapter 11's toy sentence, its layer, the published model configurations, and timing.
+
+Everything numeric the chapter prints comes from here or from ``qkv_viz.core.kv_cache``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from qkv_viz.core.kv_cache import GQAParams, group_kv_heads, init_gqa_params, kv_cache_bytes
+from qkv_viz.core.validate import as_rng, positive_int
+
+SENTENCE = ("the", "cat", "sat", "on", "the", "mat")
+D_MODEL, N_HEADS = 16, 4
+
+
+def toy_layer(d_model: int = D_MODEL, n_heads: int = N_HEADS, seed: int = 11):
+    """The sentence's token vectors x (T, d_model) and a multi-head layer (``GQAParams``).
+
+    The vectors are seeded random stand-ins for a trained model's hidden states: the
+    chapter is about the bookkeeping of generation, which holds for any numbers.
+    """
+    rng = as_rng(seed)
+    x = rng.normal(size=(len(SENTENCE), d_model))  # (T, d_model)
+    return x, init_gqa_params(d_model, n_heads, seed=rng)
+
+
+def shared_kv(params: GQAParams, n_kv_heads: int) -> GQAParams:
+    """The same layer with ``n_kv_heads`` K/V heads: each group's W_k, W_v columns averaged."""
+    H = params.n_heads
+    return GQAParams(W_q=params.W_q, W_k=group_kv_heads(params.W_k, H, n_kv_heads),
+                     W_v=group_kv_heads(params.W_v, H, n_kv_heads), W_o=params.W_o,
+                     n_heads=H, n_kv_heads=n_kv_heads)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The attention numbers of a published model's config.json (Hugging Face Hub).
+
+    n_layers = ``n_layer`` / ``num_hidden_layers``; n_heads = ``n_head`` /
+    ``num_attention_heads``; n_kv_heads = ``num_key_value_heads`` (= n_heads when the
+    file has none); head_dim = hidden size / n_heads; max_tokens = ``n_positions`` /
+    ``max_position_embeddings``; params = the model's parameter count.
+    """
+
+    name: str
+    source: str
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    max_tokens: int
+    params: float
+
+    def cache_bytes(self, n_tokens: int = 1, bytes_per_number: int = 2) -> int:
+        return kv_cache_bytes(self.n_layers, self.n_kv_heads, self.head_dim, n_tokens, bytes_per_number)
+
+
+def cache_table(models, n_tokens: int = 4096, bytes_per_number: int = 2) -> list:
+    """One row per model: name, K/V heads, bytes per token, bytes for n_tokens, weights' bytes."""
+    rows = []
+    for m in models:
+        per_token = m.cache_bytes(1, bytes_per_number)
+        rows.append({"model": m.name, "layers": m.n_layers, "heads": m.n_heads, "kv_heads": m.n_kv_heads,
+                     "head_dim": m.head_dim, "per_token": per_token,
+                     "context": m.cache_bytes(n_tokens, bytes_per_number),
+                     "weights": m.params * bytes_per_number, "max_tokens": m.max_tokens})
+    return rows
+
+
+def _softmax_rows(scores):
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def uncached_step(x_prefix, W_q, W_k, W_v, W_o, n_heads: int) -> np.ndarray:
+    """Token t's output with no cache: the whole prefix x_prefix (t+1, d_model) run again under the
+    causal mask, the last row kept (plain numpy, the chapter's lines)."""
+    n, d_model = x_prefix.shape
+    d_k = W_q.shape[1] // n_heads
+    q, k, v = (split(x_prefix @ W, n_heads) for W in (W_q, W_k, W_v))  # each (H, t+1, d_k)
+    scores = q @ k.swapaxes(-1, -2) / np.sqrt(d_k)         # (H, t+1, d_k) @ (H, d_k, t+1) -> (H, t+1, t+1)
+    scores = np.where(np.tri(n, dtype=bool), scores, -np.inf)  # causal mask
+    out = _softmax_rows(scores) @ v                         # (H, t+1, t+1) @ (H, t+1, d_k) -> (H, t+1, d_k)
+    return out[:, -1].reshape(-1) @ W_o                     # (H d_k,) @ (H d_k, d_model) -> (d_model,)
+
+
+def split(y, n_heads: int) -> np.ndarray:
+    """(n, H d) -> (H, n, d)."""
+    return y.reshape(y.shape[0], n_heads, -1).swapaxes(0, 1)
+
+
+def cached_step(x_t, K_buf, V_buf, t: int, W_q, W_k, W_v, W_o, n_heads: int) -> np.ndarray:
+    """Token t's output with the cache: K_buf, V_buf (H, T_max, d_k) hold tokens 0..t-1; row t is
+    written here, then only the new query attends (plain numpy, no mask)."""
+    d_k = W_q.shape[1] // n_heads
+    q = (x_t @ W_q).reshape(n_heads, 1, d_k)             # (d_model,) @ (d_model, H d_k) -> (H, 1, d_k)
+    K_buf[:, t] = (x_t @ W_k).reshape(n_heads, d_k)      # the cache grows by one row of K ...
+    V_buf[:, t] = (x_t @ W_v).reshape(n_heads, d_k)      # ... and one row of V
+    K, V = K_buf[:, :t + 1], V_buf[:, :t + 1]             # (H, t+1, d_k): tokens 0..t
+    weights = _softmax_rows(q @ K.swapaxes(-1, -2) / np.sqrt(d_k))  # (H, 1, d_k) @ (H, d_k, t+1) -> (H, 1, t+1)
+    return (weights @ V).reshape(-1) @ W_o               # (H, 1, d_k) -> (H d_k,) @ (H d_k, d_model)
+
+
+def time_generation(T: int, d_model: int = 64, n_heads: int = 4, repeats: int = 3, seed: int = 0) -> dict:
+    """Generate T tokens of one layer (plain numpy) with and without the cache; median ms per token
+    over ``repeats`` runs. Returns cached_ms_per_token, uncached_ms_per_token and ratio (uncached /
+    cached), plus max_diff, the largest difference between the two ways' outputs."""
+    T, repeats = positive_int("T", T), positive_int("repeats", repeats)
+    rng = as_rng(seed)
+    x = rng.normal(size=(T, d_model))  # (T, d_model)
+    p = init_gqa_params(d_model, n_heads, seed=rng)
+    W = (p.W_q, p.W_k, p.W_v, p.W_o)
+    cached, uncached = [], []
+    for _ in range(repeats):
+        K_buf, V_buf = np.zeros((n_heads, T, p.d_k)), np.zeros((n_heads, T, p.d_v))
+        start = time.perf_counter()
+        out_c = [cached_step(x[t], K_buf, V_buf, t, *W, n_heads) for t in range(T)]
+        cached.append((time.perf_counter() - start) * 1e3 / T)
+        start = time.perf_counter()
+        out_u = [uncached_step(x[:t + 1], *W, n_heads) for t in range(T)]
+        uncached.append((time.perf_counter() - start) * 1e3 / T)
+    a, b = float(np.median(cached)), float(np.median(uncached))
+    return {"cached_ms_per_token": a, "uncached_ms_per_token": b, "ratio": b / a,
+            "max_diff": float(np.abs(np.array(out_c) - np.array(out_u)).max())}

@@ -1,8 +1,8 @@
-"""Chapter 5 exercises: write one Adam step, size the control run's initialisation, diagnose a model.
+"""Chapter 5 exercises: per-query gradients in closed form, the control's init std, a mystery model.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never
-the answer. Answer cells start with ``None``; a function whose body still
-returns ``None`` is "no answer yet", not an error. Worked solutions:
+the answer. Code exercises run the reader's function on fresh random cases
+(``qkv_viz.chapters.feedback.check_function``). Worked solutions:
 ``qkv_viz.chapters.ch05_saturation.solutions``.
 """
 from __future__ import annotations
@@ -10,73 +10,60 @@ from __future__ import annotations
 import numpy as np
 
 from qkv_viz.chapters.ch05_saturation.saturation import diagnose
-from qkv_viz.chapters.feedback import Feedback, check_close, check_function, no_answer
+from qkv_viz.chapters.feedback import Feedback, check_function, no_answer
 from qkv_viz.core.attention import attention_scores
 from qkv_viz.core.diagnostics import score_std
 from qkv_viz.core.projections import init_projection, project
 
 VERDICTS = ("saturated", "uniform", "healthy")
-D_MODEL_EX2, D_K_EX2, X_STD_EX2 = 64, 128, 2.0  # exercise 2: a width and inputs the chapter did not train
-STUB = "No answer yet: your function still returns None. Write its body, then run the cell again."
 
 
-# ---------------------------------------------------------------- exercise 1: one Adam step
-def adam_step_reference(w, g, m, v, t, lr, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
-    """One Adam update (torch.optim.Adam's defaults): returns (new w, new m, new v), each w's shape."""
-    m = b1 * m + (1 - b1) * g  # running mean of the gradient
-    v = b2 * v + (1 - b2) * g * g  # running mean of its square
-    m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)  # undo the bias towards the zero start
-    return w - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
+# ---------------------------------------------------------------- exercise 1: per-query gradients
+def query_grad_norms_reference(x_q, k, d_scores, c):
+    """Norm of each query's own gradient on W_q, (T,).
+
+    x_q (T, d_model): the query tokens; k (S, d_k): the keys; d_scores (T, S): row i is
+    d loss_i / d scores_i; c: the factor in scores = c (x_q W_q) k^T. Query i reaches W_q
+    only through q_i = x_i W_q, so d loss_i / d W_q = outer(x_i, c d_scores_i @ k), whose
+    norm is |x_i| |c d_scores_i @ k|.
+    """
+    d_q = c * (d_scores @ k)  # (T, S) @ (S, d_k) -> (T, d_k): d loss_i / d q_i
+    return np.linalg.norm(x_q, axis=-1) * np.linalg.norm(d_q, axis=-1)  # (T,)
 
 
-def adam_cases(n: int = 5, seed=None) -> list:
-    """(w, g, m, v, t, lr): random shapes, gradients of very different sizes, t = 1 first."""
+def query_grad_cases(n: int = 5, seed=None) -> list:
+    """(x_q, k, d_scores, c): T != S != d_k != d_model, a factor that is never 1, rows of d_scores summing to 0."""
     rng = np.random.default_rng(seed)
     cases = []
-    for i in range(n):
-        shape = tuple(int(s) for s in rng.integers(2, 6, size=2))
-        g = rng.normal(size=shape) * 10.0 ** rng.integers(-3, 3)  # sizes from 1e-3 to 1e2
-        m = 0.0 * g if i == 0 else 0.5 * rng.normal(size=shape) * np.abs(g).mean()
-        v = 0.0 * g if i == 0 else rng.uniform(0.1, 2.0, size=shape) * (g ** 2).mean()
-        cases.append((rng.normal(size=shape), g, m, v, 1 if i == 0 else int(rng.integers(2, 50)),
-                      float(rng.choice([1e-3, 1e-2]))))
+    for _ in range(n):
+        T, S, d_model, d_k = (int(v) for v in rng.choice(np.arange(2, 10), size=4, replace=False))
+        d_scores = rng.normal(size=(T, S))
+        d_scores -= d_scores.mean(axis=-1, keepdims=True)  # a softmax's backward: each row sums to 0
+        c = float(1 / np.sqrt(d_k) if rng.random() < 0.5 else rng.uniform(0.05, 0.5))
+        cases.append((rng.normal(size=(T, d_model)), rng.normal(size=(S, d_k)), d_scores, c))
     return cases
 
 
-def _diagnose_adam(got, want, case):
-    w, g, m, v, t, lr = case
-    new_w = np.asarray(got[0], dtype=float)
-    if np.allclose(new_w, want[0]):
+def _diagnose_query_grads(got, want, case):
+    x_q, k, d_scores, c = case
+    if np.allclose(got, want, rtol=1e-6, atol=1e-9):
         return None
-    m1, v1 = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
-    variants = {
-        "no bias correction: divide m by (1 - b1**t) and v by (1 - b2**t) before using them":
-            w - lr * m1 / (np.sqrt(v1) + 1e-8),
-        "the step uses the raw gradient g; Adam steps along the running mean m_hat":
-            w - lr * g / (np.sqrt(v1 / (1 - 0.999 ** t)) + 1e-8),
-        "the step is divided by v_hat; divide by its square root (plus eps)":
-            w - lr * (m1 / (1 - 0.9 ** t)) / (v1 / (1 - 0.999 ** t) + 1e-8),
-        "the update has the wrong sign: w moves AGAINST the gradient (w - lr * ...)":
-            2 * w - want[0],
-        "that is plain gradient descent (w - lr * g): Adam divides by the gradient's running size":
-            w - lr * g,
-    }
-    for message, wrong in variants.items():
-        if np.allclose(new_w, wrong):
-            return message + f" (case with t = {t})."
+    d_q = np.linalg.norm(d_scores @ k, axis=-1)
+    x_norm = np.linalg.norm(x_q, axis=-1)
+    if np.allclose(got, want / c):
+        return "you left out the factor c: scores = c (x_q W_q) k^T, so every gradient carries c."
+    if np.allclose(got, c * d_q) or np.allclose(got, d_q):
+        return ("that is the norm of the gradient on q_i. W_q is one step further back: q_i = x_i W_q, "
+                "so the gradient on W_q is the outer product of x_i with it (multiply by |x_i|).")
+    if np.allclose(got, want ** 2) or np.allclose(got, x_norm ** 2 * (c * d_q) ** 2):
+        return "you return squared norms; take the square root (np.linalg.norm)."
     return None
 
 
-def check_adam_step(fn, seed=None) -> Feedback:
-    """Exercise 1: ``fn(w, g, m, v, t, lr)`` returns (new w, new m, new v) of one Adam step."""
-    cases = adam_cases(seed=seed)
-    if callable(fn):
-        try:
-            if fn(*cases[0]) is None:
-                return Feedback(False, STUB, pending=True)
-        except Exception:  # noqa: BLE001 - check_function reports the reader's error precisely
-            pass
-    return check_function(fn, adam_step_reference, cases, name="your adam_step", diagnose=_diagnose_adam)
+def check_query_grad_norms(fn, seed=None) -> Feedback:
+    """Exercise 1: ``fn(x_q, k, d_scores, c)`` returns each query's |d loss_i / d W_q|, shape (T,)."""
+    return check_function(fn, query_grad_norms_reference, query_grad_cases(seed=seed),
+                          name="your query_grad_norms", diagnose=_diagnose_query_grads, atol=1e-9)
 
 
 # ---------------------------------------------------------------- exercise 2: the control's init
@@ -89,30 +76,33 @@ def control_init_std_for(d_model: int, d_k: int, x_std: float = 1.0) -> float:
     return 1.0 / (x_std * np.sqrt(d_model) * d_k ** 0.25)
 
 
-def _start_spread(std: float) -> float:
-    """Std of the unscaled scores at step 0 with init ``std``, for exercise 2's sizes and inputs."""
-    return D_MODEL_EX2 * X_STD_EX2 ** 2 * std ** 2 * np.sqrt(D_K_EX2)
+def control_std_cases(n: int = 6, seed=None) -> list:
+    """(d_model, d_k, x_std): widths and input sizes the chapter did not train, x_std never 1."""
+    rng = np.random.default_rng(seed)
+    return [(int(rng.choice([16, 32, 64, 128, 256])), int(rng.choice([8, 32, 128, 512, 2048])),
+             float(rng.choice([0.5, 2.0, 3.0]))) for _ in range(n)]
 
 
-def check_control_init_std(answer) -> Feedback:
-    """Exercise 2: init std of W_q, W_k (d_model 64, inputs of std 2) giving unscaled scores std 1 at d_k = 128."""
-    if answer is None:
-        return no_answer()
-    expected = control_init_std_for(D_MODEL_EX2, D_K_EX2, X_STD_EX2)
-    fb = check_close(answer, expected, rtol=0.02, atol=0.0,
-                     hint="an entry of q = x W_q has variance d_model * Var(x) * std^2; q . k adds d_k products, "
-                          "so Var(q . k) = d_k * (d_model * Var(x) * std^2)^2. Set it to 1 and solve for std.")
-    if fb.correct or fb.pending:
-        return fb
-    try:
-        std = float(answer)
-    except (TypeError, ValueError):
-        return fb
-    note = ""
-    if np.isclose(std, control_init_std_for(D_MODEL_EX2, D_K_EX2), rtol=0.02):
-        note = "That is the std for inputs of variance 1; here each entry of x has variance 4. "
-    return Feedback(False, f"With that std the unscaled scores would start with std {_start_spread(std):.3g}, "
-                           "not 1. " + note + fb.message)
+def _diagnose_control_std(got, want, case):
+    d_model, d_k, x_std = case
+    got = float(np.asarray(got).reshape(-1)[0]) if np.size(got) == 1 else None
+    if got is None or np.isclose(got, want, rtol=1e-6, atol=0):
+        return None
+    spread = d_model * x_std ** 2 * got ** 2 * np.sqrt(d_k)  # std of the unscaled scores with that init
+    if np.isclose(got, control_init_std_for(d_model, d_k)):
+        return (f"that is the answer for inputs of std 1; here x_std = {x_std:g}, and an entry of q = x W_q "
+                "has variance d_model * x_std^2 * std^2.")
+    if np.isclose(got, 1 / (x_std * np.sqrt(d_model) * np.sqrt(d_k))):
+        return ("you shrank each matrix by sqrt(d_k); the scores multiply W_q by W_k, so each needs only "
+                "d_k ** 0.25 (their product then gets sqrt(d_k)).")
+    return (f"with that std the unscaled scores would start with std {spread:.3g}, not 1 "
+            f"(d_model={d_model}, d_k={d_k}, x_std={x_std:g}).")
+
+
+def check_control_std(fn, seed=None) -> Feedback:
+    """Exercise 2: ``fn(d_model, d_k, x_std)`` returns the init std that gives unscaled scores std 1."""
+    return check_function(fn, control_init_std_for, control_std_cases(seed=seed), name="your control_std",
+                          diagnose=_diagnose_control_std, atol=1e-12)
 
 
 # ---------------------------------------------------------------- exercise 3: a mystery model

@@ -53,36 +53,42 @@ def plot_curve(runs: dict, key: str, ax=None, window: int = 1, log: bool = False
 
 
 def training_panel(runs: dict, keys=("loss", "acc", "grad_norm_q", "grad_q_median"), window: int = 5,
-                   chance: float | None = None):
+                   baselines: dict | None = None):
     """Small multiples of the training curves (gradient norms on a log axis). Returns the figure.
 
-    ``chance``: accuracy of a random guess, drawn as a dotted line on the accuracy panel.
+    ``baselines``: ``{label: accuracy}`` drawn as dotted lines on the accuracy panel, each
+    labelled "label NN%" (e.g. the accuracy of attending to one random key).
     """
     width = min(style.COLUMN_WIDTH - 0.3, 2.15 * len(keys))  # room for the tight bbox's margin
     fig, axes = plt.subplots(1, len(keys), figsize=(width, 2.9), constrained_layout=True)
     for ax, key in zip(np.atleast_1d(axes), keys):
         plot_curve(runs, key, ax=ax, window=1 if key.startswith("grad") else window,
                    log=key.startswith("grad"))
-        if key == "acc" and chance is not None:
-            ax.axhline(chance, color="gray", lw=0.8, ls=":")
-            ax.text(ax.get_xlim()[1], chance, f"chance {chance:.0%}", ha="right", va="bottom",
-                    color="dimgray", fontsize=style.MIN_FONT_PT)
+        if key == "acc":
+            for label, level in (baselines or {}).items():
+                ax.axhline(level, color="gray", lw=0.8, ls=":")
+                ax.text(ax.get_xlim()[1], level, f"{label} {level:.0%}", ha="right", va="bottom",
+                        color="dimgray", fontsize=style.MIN_FONT_PT)
     fig.legend(*np.atleast_1d(axes)[0].get_legend_handles_labels(), loc="outside lower center",
                ncols=len(runs), frameon=False)
     return fig
 
 
-def grad_histogram(runs: dict, ax=None, bins=None):
-    """Histogram of log10 per-query gradient norms on W_q at step 0, one per run."""
+def grad_histogram(per_query: dict, ax=None, bins=None):
+    """Histogram of log10 per-query gradient norms on W_q, one per run.
+
+    ``per_query``: ``{run name: (n_queries,) norms}``, e.g. computed with one
+    ``backward()`` per query, or a run's ``init_grad_per_query``. Returns the bar containers.
+    """
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3))
-    logs = {n: np.log10(np.maximum(r.init_grad_per_query, 1e-30)) for n, r in runs.items()}
+    logs = {n: np.log10(np.maximum(np.asarray(v, dtype=float), 1e-30)) for n, v in per_query.items()}
     if bins is None:
         lo = min(v.min() for v in logs.values())
         hi = max(v.max() for v in logs.values())
         bins = np.linspace(np.floor(lo), np.ceil(hi), 40)
     artists = [ax.hist(v, bins=bins, alpha=0.55, label=n, color=COLORS.get(n))[2] for n, v in logs.items()]
-    ax.set_xlabel("log10 |grad W_q| of one query, step 0")
+    ax.set_xlabel("log10 |grad W_q| of one query's loss")
     ax.set_ylabel("queries")
     ax.legend()
     return artists

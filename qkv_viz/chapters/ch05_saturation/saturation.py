@@ -12,15 +12,10 @@ attention output is "how much weight sits on each label"; a fixed readout
 The loss therefore sits *behind* the softmax, as in a real network, and every
 gradient reaching W_q and W_k must pass through the softmax Jacobian.
 
-Training is torch (float32, CPU), seeded and single-threaded, so a run is
-bit-for-bit reproducible. Results come back as numpy arrays. The config is
-validated and the row diagnostics (score spread, entropy, max weight) are
+Training is torch (float32, CPU, ``torch.optim.Adam``), seeded and single-threaded,
+so a run is bit-for-bit reproducible. Results come back as numpy arrays. The config
+is validated and the row diagnostics (score spread, entropy, max weight) are
 computed by the numpy core (``qkv_viz.core``), so there is one source of truth.
-
-Importing this module does not import torch: the training functions import it
-when they run. The chapter's kernel uses the configs, results, ``diagnose`` and
-``summary_table`` and stays torch-free; its training cells run in a ``%%torch``
-process (``qkv_viz.bridges.torch_cell``).
 """
 from __future__ import annotations
 
@@ -30,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 from qkv_viz.core.attention import resolve_scale
 from qkv_viz.core.diagnostics import entropy, max_weight, score_std
@@ -142,11 +139,9 @@ def _single_threaded_torch(threads: int = 1):
     """One torch thread for the duration of a run, so runs repeat bit for bit.
 
     Every op here (matmul, softmax, gather, cross-entropy and their backward) is
-    deterministic on the CPU with one thread; ``torch.use_deterministic_algorithms``
-    would add nothing but an import of ``torch._inductor`` and sympy (about 90 MiB
-    of kernel memory). tests/chapters/ch05_saturation checks that a run repeats exactly.
+    deterministic on the CPU with one thread; tests/chapters/ch05_saturation checks
+    that a run repeats exactly.
     """
-    import torch
     old_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -155,45 +150,11 @@ def _single_threaded_torch(threads: int = 1):
         torch.set_num_threads(old_threads)
 
 
-class Adam:
-    """Plain Adam with torch.optim.Adam's defaults (betas 0.9, 0.999; eps 1e-8), same update.
-
-    Written out because the first torch.optim optimiser built in a process costs
-    about a second of imports, a large share of this chapter's time budget.
-    """
-
-    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
-        import torch
-        self.params, self.lr, self.betas, self.eps, self.t = list(params), lr, betas, eps, 0
-        self.m = [torch.zeros_like(p) for p in self.params]
-        self.v = [torch.zeros_like(p) for p in self.params]
-
-    def zero_grad(self):
-        for p in self.params:
-            p.grad = None
-
-    def step(self):
-        import torch
-
-        with torch.no_grad():
-            self._step()
-
-    def _step(self):
-        self.t += 1
-        b1, b2 = self.betas
-        for p, m, v in zip(self.params, self.m, self.v):
-            m.lerp_(p.grad, 1 - b1)  # m = b1 m + (1 - b1) g
-            v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)  # v = b2 v + (1 - b2) g^2
-            denom = (v.sqrt() / (1 - b2 ** self.t) ** 0.5).add_(self.eps)
-            p.addcdiv_(m, denom, value=-self.lr / (1 - b1 ** self.t))
-
-
 def make_batch(gen: torch.Generator, cfg: SaturationConfig):
     """One batch: keys x (B, T, d_model), labels (B, T), queries (B, T, d_model), targets (B, T).
 
     targets[b, i] is the key index query i must attend to; queries are the keys shuffled.
     """
-    import torch
     B, T = cfg.batch_size, cfg.seq_len
     x = torch.randn(B, T, cfg.d_model, generator=gen)  # (B, T, d_model), unit variance
     labels = torch.randint(0, cfg.n_classes, (B, T), generator=gen)  # (B, T)
@@ -204,7 +165,6 @@ def make_batch(gen: torch.Generator, cfg: SaturationConfig):
 
 def init_qk_params(cfg: SaturationConfig):
     """W_q, W_k (d_model, d_k) with std ``init_std`` (default 1/sqrt(d_model)), seeded."""
-    import torch
     gen = torch.Generator().manual_seed(cfg.seed)
     std = cfg.init_std if cfg.init_std is not None else 1.0 / math.sqrt(cfg.d_model)
     W_q = torch.randn(cfg.d_model, cfg.d_k, generator=gen) * std
@@ -214,8 +174,6 @@ def init_qk_params(cfg: SaturationConfig):
 
 def forward(W_q, W_k, batch, cfg: SaturationConfig):
     """Scores, weights, logits and loss for one batch (all torch)."""
-    import torch
-    import torch.nn.functional as F
     x, labels, queries, targets = batch
     q = queries @ W_q  # (B, T, d_model) @ (d_model, d_k) -> (B, T, d_k)
     k = x @ W_k  # (B, T, d_model) @ (d_model, d_k) -> (B, T, d_k)
@@ -252,12 +210,11 @@ def train_retrieval(cfg: SaturationConfig, snapshot_steps=None) -> SaturationRes
     see the same batches from the same initial weights. Snapshots are taken on one
     fixed probe example, so start, middle and end show the same sequence.
     """
-    import torch
     if snapshot_steps is None:
         snapshot_steps = (0, cfg.steps // 2, cfg.steps - 1)
     with _single_threaded_torch():
         W_q, W_k = init_qk_params(cfg)
-        opt = Adam([W_q, W_k], lr=cfg.lr)
+        opt = torch.optim.Adam([W_q, W_k], lr=cfg.lr)
         gen = torch.Generator().manual_seed(10_000 + cfg.seed)
         probe = make_batch(torch.Generator().manual_seed(20_000 + cfg.seed), replace(cfg, batch_size=1))
         rec, snaps, init_grads = {k: [] for k in _RECORDED}, {}, None
@@ -281,7 +238,6 @@ def train_retrieval(cfg: SaturationConfig, snapshot_steps=None) -> SaturationRes
 
 def _snapshot(W_q, W_k, probe, cfg: SaturationConfig):
     """(scores (T, T), weights (T, T)) of the probe example with the current weights."""
-    import torch
     with torch.no_grad():
         out = forward(W_q, W_k, probe, cfg)
     return _np(out["scores"][0]), _np(out["weights"][0])
@@ -330,16 +286,6 @@ def run_named(names=RUNS, d_k: int = 512, seed: int = 0, **overrides) -> dict:
     return {name: train_retrieval(config_for(name, base)) for name in names}
 
 
-def run_three(d_k: int = 512, seed: int = 0, **overrides) -> dict:
-    """The first three runs: {"scaled", "unscaled", "over-scaled"}."""
-    return run_named(RUNS[:3], d_k, seed, **overrides)
-
-
-def run_pair(d_k: int = 512, seed: int = 0, **overrides) -> dict:
-    """Scaled and unscaled runs of the same model, data and seed: {"scaled", "unscaled"}."""
-    return run_named(RUNS[:2], d_k, seed, **overrides)
-
-
 def seed_sweep(seeds=(0, 1, 2), d_k: int = 512, steps: int = 60, **overrides) -> list:
     """Scaled, unscaled and the small-init control for several seeds: one dict per seed.
 
@@ -363,14 +309,14 @@ def seed_sweep(seeds=(0, 1, 2), d_k: int = 512, steps: int = 60, **overrides) ->
 
 def summary_table(runs: dict) -> str:
     """A fixed-width text table of the key numbers of each run (rounded, deterministic)."""
-    groups = f"{'':<12}{' at step 0 ':-^54} {' outcome ':-^22}"
-    head = f"{'run':<12}{'score std':>10}{'entropy':>9}{'max w':>7}{'|g_Wq| batch':>14}" \
-           f"{'|g_Wq| median':>15}{'acc@end':>9}{'steps to 90%':>14}"
+    groups = f"{'':<12}{' at step 0 ':-^58} {' outcome ':-^22}"
+    head = f"{'run':<12}{'score std':>10}{'entropy':>9}{'max w':>7}{'|grad Wq| batch':>16}" \
+           f"{'|grad Wq| median':>17}{'acc@end':>9}{'steps to 90%':>14}"
     lines = [groups, head]
     for name, r in runs.items():
         reach = r.steps_to(0.9)
         lines.append(f"{name:<12}{r.score_std[0]:>10.2f}{r.entropy[0]:>9.2f}{r.max_weight[0]:>7.2f}"
-                     f"{r.grad_norm_q[0]:>14.2g}{r.grad_q_median[0]:>15.1e}{r.final_acc():>9.2f}"
+                     f"{r.grad_norm_q[0]:>16.2g}{r.grad_q_median[0]:>17.1e}{r.final_acc():>9.2f}"
                      f"{'never' if reach is None else reach:>14}")
     T = next(iter(runs.values())).config.seq_len if runs else 1
     lines.append(f"(entropy in nats: 0 for a one-hot row, ln {T} = {np.log(T):.2f} for a uniform one)")

@@ -1,0 +1,1 @@
+"""Chapter 10: order and positions (sinusoids added to X, rotary positions on q and k)."""

@@ -1,0 +1,80 @@
+"""Chapter 10's live figure: move the query's position m and the key's position n, watch q_m . k_n.
+
+``rope_widget()`` builds and returns the figure; the notebook displays it. It is
+drawn in the browser (``qkv_viz/viz/js/positions.js``, the adjacent pairing of
+``qkv_viz.core.positions``): every slider step turns q and k and recomputes the
+dot product in the page, with or without a kernel.
+"""
+from __future__ import annotations
+
+import traitlets
+from matplotlib.figure import Figure
+
+from qkv_viz.chapters.ch10_positions.figures import plot_offset_curve, plot_turning
+from qkv_viz.chapters.ch10_positions.toy import WIDGET_D_K_MAX, widget_vectors
+from qkv_viz.core.positions import rope_dot
+from qkv_viz.core.validate import index_int
+from qkv_viz.viz import style
+from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
+
+D_KS = (2, 4, 8, 16, 32, 64)                       # the d_k slider's stops (positions.js: ROPE_D_KS)
+BASES = (10.0, 100.0, 1000.0, 10000.0, 100000.0, 1000000.0)  # the base slider's (ROPE_BASES)
+
+
+class RopeFigure(CanvasFigure):
+    """Sliders m, n (0 .. t_max-1), "keep n - m fixed", d_k, base and the pair drawn; a plane
+    with the pair of q and k turning, the curve q_m . k_n against n - m, readouts.
+
+    Traits: ``q``, ``k`` (64 float64 each; the first d_k are used), ``m``, ``n``, ``d_k``,
+    ``base``, ``pair``, ``lock``, ``t_max``. ``dot`` is the core's q_m . k_n for what is on
+    screen. CSS classes: ``qkv-rope``, ``qkv-rope-m``, ``qkv-rope-n``, ``qkv-rope-lock``,
+    ``qkv-rope-dk``, ``qkv-rope-base``, ``qkv-rope-pair``, ``qkv-rope-plane``,
+    ``qkv-rope-curve`` (canvases), ``qkv-rope-readouts``, ``qkv-message``.
+    """
+
+    _esm = module_source("positions.js")
+    q = traitlets.Bytes(b"").tag(sync=True)
+    k = traitlets.Bytes(b"").tag(sync=True)
+    m = traitlets.Int(2).tag(sync=True)
+    n = traitlets.Int(5).tag(sync=True)
+    d_k = traitlets.Int(8).tag(sync=True)
+    base = traitlets.Float(10000.0).tag(sync=True)
+    pair = traitlets.Int(0).tag(sync=True)
+    lock = traitlets.Bool(False).tag(sync=True)
+    t_max = traitlets.Int(32).tag(sync=True)
+
+    def __init__(self, m: int = 2, n: int = 5, d_k: int = 8, base: float = 10000.0, pair: int = 0,
+                 t_max: int = 32, seed: int = 0):
+        t_max = index_int("t_max", t_max)
+        if not 2 <= t_max <= 512:
+            raise ValueError(f"t_max must be 2..512, got {t_max}")
+        for name, value in (("m", m), ("n", n)):
+            if not 0 <= index_int(name, value) < t_max:
+                raise ValueError(f"{name} must be a position 0..{t_max - 1}, got {value}")
+        if d_k not in D_KS:
+            raise ValueError(f"d_k must be one of {D_KS}, got {d_k!r}")
+        if float(base) not in BASES:
+            raise ValueError(f"base must be one of {BASES}, got {base!r}")
+        if not 0 <= index_int("pair", pair) < d_k // 2:
+            raise ValueError(f"pair must be 0..{d_k // 2 - 1} for d_k = {d_k}, got {pair}")
+        self._q, self._k = widget_vectors(seed, WIDGET_D_K_MAX)
+        super().__init__(q=f64_bytes(self._q), k=f64_bytes(self._k), m=int(m), n=int(n), d_k=int(d_k),
+                         base=float(base), pair=int(pair), t_max=t_max)
+
+    @property
+    def dot(self) -> float:
+        """q_m . k_n of the first d_k coordinates, by the math core (``rope_dot``)."""
+        return rope_dot(self._q[:self.d_k], self._k[:self.d_k], self.m, self.n, self.base)
+
+    def static_png(self) -> bytes:
+        fig = Figure(figsize=style.figsize(0.95, 0.42), dpi=style.DPI, layout="constrained")
+        ax1, ax2 = fig.subplots(1, 2, width_ratios=[1, 1.5])
+        q, k = self._q[:self.d_k], self._k[:self.d_k]
+        plot_turning(q, k, self.m, self.n, self.base, self.pair, ax=ax1)
+        plot_offset_curve(q, k, self.base, self.t_max, self.m, self.n, ax=ax2)
+        return figure_png(fig)
+
+
+def rope_widget(**kwargs):
+    """The live RoPE figure (see :class:`RopeFigure`); end a notebook cell with it."""
+    return RopeFigure(**kwargs)

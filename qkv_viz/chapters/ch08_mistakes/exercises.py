@@ -10,7 +10,7 @@ import numpy as np
 
 from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.softmax import softmax
-from qkv_viz.chapters.feedback import Feedback, check_close, check_exact, check_function, no_answer
+from qkv_viz.chapters.feedback import Feedback, check_close, check_exact, check_function
 
 # ---------------------------------------------------------------- 1. fused shape
 
@@ -45,19 +45,6 @@ def check_overflow_limit(answer) -> Feedback:
 
 
 # ---------------------------------------------------------------- 3. write a stable softmax
-
-RETURNS_NONE = ("No answer yet: your function returns None. Replace `return None` by your code "
-                "(and end it with `return`), then run the cell again.")
-
-
-def _returns_none(fn, case) -> bool:
-    """True when ``fn`` is the untouched stub (it returns None); errors are left to the checker."""
-    try:
-        with np.errstate(all="ignore"):
-            return fn(*case) is None
-    except Exception:  # the reader's code: the checker reports the error precisely
-        return False
-
 
 BROADCAST_HINT = (" Hint: reduce with keepdims=True, e.g. s.max(axis=-1, keepdims=True) has shape (T, 1), "
                   "which broadcasts against (T, S); without it the shape is (T,).")
@@ -102,10 +89,7 @@ def _diagnose_softmax(got, want, case) -> str | None:
 
 def check_stable_softmax(fn, seed=None) -> Feedback:
     """The reader's ``fn(s)``: softmax over the last axis, finite even for logits near +-1000."""
-    cases = softmax_cases(seed)
-    if fn is None or (callable(fn) and _returns_none(fn, cases[0])):
-        return no_answer() if fn is None else Feedback(False, RETURNS_NONE, pending=True)
-    return _run_checker(fn, lambda s: softmax(s, axis=-1), cases, "your softmax", _diagnose_softmax,
+    return _run_checker(fn, lambda s: softmax(s, axis=-1), softmax_cases(seed), "your softmax", _diagnose_softmax,
                         "Finite and right for small logits, a batch of rows, and logits near ±1000.")
 
 
@@ -146,8 +130,5 @@ def _diagnose_attention(got, want, case) -> str | None:
 
 def check_attention_fixed(fn, seed=None) -> Feedback:
     """The reader's corrected ``fn(q, k, v) -> (T, d_v)`` against the package's attention."""
-    cases = attention_cases(seed)
-    if fn is None or (callable(fn) and _returns_none(fn, cases[0])):
-        return no_answer() if fn is None else Feedback(False, RETURNS_NONE, pending=True)
-    return _run_checker(fn, _reference_attention, cases, "your attention", _diagnose_attention,
+    return _run_checker(fn, _reference_attention, attention_cases(seed), "your attention", _diagnose_attention,
                         "Each query's weights now sum to 1, and the output matches the package.")

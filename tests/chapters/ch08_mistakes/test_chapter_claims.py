@@ -1,0 +1,49 @@
+"""What chapter 8 claims beside its four visible checks (they were checks in the chapter):
+the right line is the package's attention, W_k moves the weights, the package's softmax is
+the stable line, the naive one gives NaN in numpy and torch while torch.softmax does not."""
+import numpy as np
+import torch
+
+from qkv_viz import init_projection, naive_softmax, scaled_dot_product_attention, softmax
+from qkv_viz.chapters.ch08_mistakes import mistakes
+
+
+def test_the_right_line_is_the_package_attention_and_q_at_v_is_not():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 8))
+    q, k, v = (x @ init_projection(8, 4, seed=s) for s in (1, 2, 3))
+    right = softmax(q @ k.T / np.sqrt(4)) @ v
+    np.testing.assert_allclose(scaled_dot_product_attention(q, k, v)[0], right, atol=1e-12)
+    assert np.linalg.norm(right - q @ v) > np.linalg.norm(right)
+
+
+def test_nudging_w_k_moves_the_weights_w_v_does_not():
+    x = np.random.default_rng(3).normal(size=(4, 8))
+    r = mistakes.kv_role_check(x, *(init_projection(8, 4, seed=s) for s in (1, 2, 3)))
+    assert r["nudge_W_k"]["weights"] > 0.01 and r["nudge_W_v"]["weights"] == 0.0
+
+
+def test_package_softmax_is_the_stable_line_and_naive_gives_nan():
+    s = np.array([1000.0, 999.0, 998.0])
+    e = np.exp(s - s.max())
+    np.testing.assert_allclose(softmax(s), e / e.sum())
+    with np.errstate(all="ignore"):
+        assert np.all(np.isnan(naive_softmax(s)))
+
+
+def test_torch_softmax_handles_large_float32_logits_hand_written_torch_does_not():
+    s = torch.tensor([1000.0, 999.0, 998.0], dtype=torch.float32)
+    e = np.exp(np.array([0.0, -1.0, -2.0]))
+    np.testing.assert_allclose(torch.softmax(s, dim=0).numpy(), e / e.sum(), rtol=1e-6)
+    assert torch.isnan(torch.exp(s) / torch.exp(s).sum()).all()
+
+
+def test_stable_softmax_is_the_same_for_every_shift():
+    sweep = mistakes.overflow_sweep(np.linspace(600, 800, 401))
+    np.testing.assert_allclose(sweep["stable_top"], sweep["stable_top"][0])
+    assert np.isnan(sweep["naive_top"][-1]) and not np.isnan(sweep["naive_top"][0])
+
+
+def test_scaled_toy_scores_give_chapter_3s_weights():
+    np.testing.assert_allclose(softmax(np.array([2.0, 5.0, 1.0]) / np.sqrt(2)), [0.10, 0.85, 0.05], atol=0.005)
+    np.testing.assert_allclose(softmax(np.array([2.0, 5.0, 1.0])), [0.047, 0.936, 0.017], atol=0.0005)

@@ -1,7 +1,9 @@
 """The whole of self-attention in one picture, every matrix with its shape.
 
-    X (T, d_model) -> @ W_q, W_k, W_v -> Q, K (T, d_k), V (T, d_v) -> Q K^T (T, T)
-      -> / sqrt(d_k) -> [mask] -> softmax (rows sum to 1) -> @ V -> output (T, d_v)
+    X @ W_q, X @ W_k, X @ W_v -> Q, K (T, d_k), V (T, d_v) -> Q @ K^T: dot products (T, T)
+      -> / sqrt(d_k) [-> mask]: scores -> softmax: weights (rows sum to 1) -> weights @ V: output (T, d_v)
+
+Every matrix product is drawn as an "@" node that both factors point into.
 
 ``plot_pipeline(T=3, d_model=4, d_k=2, d_v=2, highlight=None)`` draws it with small
 seeded example numbers: each matrix is a grid of T x ... cells, shaded by its values
@@ -17,7 +19,7 @@ from __future__ import annotations
 import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from qkv_viz.core.attention import causal_mask, masked_softmax
 from qkv_viz.core.validate import positive_int
@@ -88,8 +90,9 @@ class _Canvas:
         self.add(stage, self.ax.add_patch(Rectangle((x0, y0), cols * c, rows * c, fill=False,
                                                     edgecolor="#444444", lw=0.8, gid="frame")))
         top, bottom = y0 + rows * c, y0
-        self.text(stage, cx, max(top + 0.09, name_floor), name, size=_NAME_FONT, va="bottom",
-                  color=name_color)
+        if name:
+            self.text(stage, cx, max(top + 0.09, name_floor), name, size=_NAME_FONT, va="bottom",
+                      color=name_color)
         self.text(stage, cx, bottom - 0.09, shape, va="top")
         self.text(stage, cx, bottom - 0.30, numbers, va="top", color="#555555")
         return (x0, y0, x0 + cols * c, top)
@@ -147,7 +150,7 @@ def plot_pipeline(T=3, d_model=4, d_k=2, d_v=2, ax=None, highlight=None, mask=Fa
     if own:
         _, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 3.0), dpi=style.DPI)  # resized in _frame
         ax.set_position((0, 0, 1, 1))
-    for attempt in range(8):  # labels do not shrink with the cells: measure, redraw smaller if too wide
+    for attempt in range(14):  # labels do not shrink with the cells: measure, redraw smaller if too wide
         if attempt:
             ax.clear()
             cell *= 0.94
@@ -163,6 +166,7 @@ def plot_pipeline(T=3, d_model=4, d_k=2, d_v=2, ax=None, highlight=None, mask=Fa
 
 
 _GAP, _OP_GAP, _MARGINS = 0.42, 0.76, 0.9  # between matrices; where an arrow carries a label; edges
+_AT_R = 0.12  # radius of an "@" node (a matrix product)
 
 
 def _op_gap(T: int, cell: float) -> float:
@@ -170,61 +174,95 @@ def _op_gap(T: int, cell: float) -> float:
     return max(_OP_GAP, 1.05 - T * cell)
 
 
+def _proj_offsets(d_k, d_v, c):
+    """(X's right edge -> the @ column, the @ column -> the centre of Q, K, V), in inches."""
+    half_w = max(d_k, d_v) * c / 2          # half the width of the widest W and of Q, K, V
+    to_at = 0.2 + 0.45 + half_w             # bus, the W's name on its left, half the W
+    to_qkv = max(0.85, half_w + 0.45) + half_w
+    return to_at, to_qkv
+
+
 def _cell_size(T, d_model, d_k, d_v, masked) -> float:
     """The largest cell (<= 0.19 in) with which the whole row of stages fits the column."""
-    cells = d_model + 2 * max(d_k, d_v) + T * (3 + masked) + d_v  # matrix widths, in cells
     room = style.COLUMN_WIDTH - 0.5  # 0.5: the caption and labels past the edges
     for cell in np.arange(0.19, 0.05, -0.005):
-        fixed = 2 * (_GAP - 0.1 * masked) + (4 + masked) * _op_gap(T, cell) + _MARGINS  # inches
-        if cells * cell + fixed <= room:
+        to_at, to_qkv = _proj_offsets(d_k, d_v, cell)
+        op = _op_gap(T, cell)
+        width = (d_model * cell + to_at + to_qkv + max(d_k, d_v) * cell / 2   # X .. Q, K, V
+                 + 1.0 + T * cell                                              # @ and Q K^T
+                 + (2 + masked) * (op + T * cell) + op + 0.2 + d_v * cell + _MARGINS)
+        if width <= room:
             return float(cell)
     return 0.05
+
+
+def _at_node(canvas, stage, x, y):
+    """A small circle with "@" in it: a matrix product happens here."""
+    canvas.add(stage, canvas.ax.add_patch(Circle((x, y), _AT_R, facecolor="white", edgecolor=_ARROW,
+                                                 lw=1.2, gid="at", zorder=3)))
+    canvas.text(stage, x, y, "@", va="center_baseline", zorder=4, gid="at-label")
+    return (x - _AT_R, y - _AT_R, x + _AT_R, y + _AT_R)
 
 
 def _draw(canvas, d, T, d_model, d_k, d_v, masked):
     """Place every stage left to right; returns the drawing's extent (x0, y0, x1, y1) in inches."""
     c = canvas.cell
-    row_h = max(d_model, T) * c + 0.95          # a matrix, its name above, two shape lines below
+    w_top = 0.34                                # from a row's line down to the top of its W
+    row_h = max(T * c + 0.95, w_top + d_model * c + 0.8)  # a W hangs below its row's "@"
     y_q, y_k, y_v = 2 * row_h, row_h, 0.0       # the three branches
     y_s = (y_q + y_k) / 2                       # the scores chain runs between the Q and K rows
-    gap, op_gap = _GAP - 0.1 * masked, _op_gap(T, c)  # the mask step needs room: tighter on the left
+    op_gap = _op_gap(T, c)
     x = d_model * c / 2
     canvas.matrix("input", x, y_k, _tint("#7F7F7F", d["x"]), "$X$", r"$T\times d_\mathrm{model}$",
                   f"{T}×{d_model}")
     x_in_right = x + d_model * c / 2
-    x_w = x_in_right + gap + 0.25 + max(d_k, d_v) * c / 2
-    x_qkv = x_w + max(d_k, d_v) * c / 2 + gap + 0.1 + max(d_k, d_v) * c / 2
+    to_at, to_qkv = _proj_offsets(d_k, d_v, c)
+    x_bus, x_at = x_in_right + 0.2, x_in_right + to_at
+    x_qkv = x_at + to_qkv
+    # X is read by all three products: one line to a bus, the bus to each "@"
+    line = dict(color=_ARROW, lw=1.3, solid_capstyle="butt")
+    canvas.add("projections", canvas.ax.plot([x_in_right, x_bus], [y_k, y_k], **line)[0])
+    canvas.add("projections", canvas.ax.plot([x_bus, x_bus], [y_v, y_q], **line)[0])
     rows = (("q", y_q, style.QUERY_COLOR, d_k), ("k", y_k, style.KEY_COLOR, d_k),
             ("v", y_v, style.VALUE_COLOR, d_v))
     boxes = {}
     for name, y, color, width in rows:
-        w_box = canvas.matrix("projections", x_w, y, _tint(color, d[f"w_{name}"]), f"$W_{name}$",
+        at = _at_node(canvas, "projections", x_at, y)
+        canvas.arrow("projections", (x_bus, y), (at[0], y))
+        w_cy = y - w_top - d_model * c / 2
+        w_box = canvas.matrix("projections", x_at, w_cy, _tint(color, d[f"w_{name}"]), "",
                               rf"$d_\mathrm{{model}}\times d_{name}$".replace("d_q", "d_k"),
                               f"{d_model}×{width}", name_color=color)
-        canvas.arrow("projections", (x_in_right, y_k), (w_box[0], y),
-                     connection="arc3,rad=0" if y == y_k else f"arc3,rad={0.25 if y > y_k else -0.25}")
+        canvas.text("projections", w_box[0] - 0.07, w_cy, f"$W_{name}$", size=_NAME_FONT, ha="right",
+                    va="center", color=color)
+        canvas.arrow("projections", (x_at, w_box[3]), (x_at, at[1]))
         boxes[name] = canvas.matrix("qkv", x_qkv, y, _tint(color, d[name]), f"${name.upper()}$",
                                     rf"$T\times d_{'v' if name == 'v' else 'k'}$", f"{T}×{width}",
                                     name_color=color)
-        canvas.arrow("projections", (w_box[2], y), (boxes[name][0], y))
-    # Q K^T: the two upper branches meet in the scores
+        canvas.arrow("projections", (at[2], y), (boxes[name][0], y))
+    # Q @ K^T: the two upper branches meet in an "@", the dot products come out
     floor = y_s + 0.36  # the chain's names sit above its arrow labels, however short the matrices
     lim = float(np.abs(d["scores"]).max()) or 1.0
-    x_s = boxes["q"][2] + op_gap + 0.1 + T * c / 2
-    s_box = canvas.matrix("scores", x_s, y_s, _diverging(d["scores"], lim), r"$QK^\top$",
+    x_dot = boxes["q"][2] + 0.55
+    dot = _at_node(canvas, "scores", x_dot, y_s)
+    canvas.arrow("scores", (boxes["q"][2], y_q), (dot[0] + 0.02, y_s + 0.06), connection="arc3,rad=-0.2")
+    canvas.arrow("scores", (boxes["k"][2], y_k), (dot[0] + 0.02, y_s - 0.06), connection="arc3,rad=0.2")
+    canvas.text("scores", (boxes["k"][2] + dot[0]) / 2 + 0.12, (y_k + y_s) / 2 - 0.08, r"$K^\top$",
+                va="center", ha="left")
+    x_s = dot[2] + 0.3 + T * c / 2
+    s_box = canvas.matrix("scores", x_s, y_s, _diverging(d["scores"], lim), "dot products\n" + r"$QK^\top$",
                           r"$T\times T$", f"{T}×{T}", name_floor=floor)
-    canvas.arrow("scores", (boxes["q"][2], y_q), (s_box[0], y_s + 0.12), connection="arc3,rad=-0.2")
-    canvas.arrow("scores", (boxes["k"][2], y_k), (s_box[0], y_s - 0.12), connection="arc3,rad=0.2")
-    canvas.text("scores", boxes["k"][2] + 0.3, y_k + 0.1, r"$K^\top$", va="bottom")
-    # / sqrt(d_k)
+    canvas.arrow("scores", (dot[2], y_s), (s_box[0], y_s))
+    # / sqrt(d_k): the scores (the mask, when drawn, comes before softmax too)
     x_sc = s_box[2] + op_gap + T * c / 2
-    sc_box = canvas.matrix("scale", x_sc, y_s, _diverging(d["scaled"], lim), r"$QK^\top/\sqrt{d_k}$",
+    sc_box = canvas.matrix("scale", x_sc, y_s, _diverging(d["scaled"], lim),
+                           r"$QK^\top/\sqrt{d_k}$" if masked else "scores\n" + r"$QK^\top/\sqrt{d_k}$",
                            r"$T\times T$", f"{T}×{T}", name_floor=floor)
     canvas.arrow("scale", (s_box[2], y_s), (sc_box[0], y_s), label=r"$\div\sqrt{d_k}$")
-    last, last_stage = sc_box, "scale"
+    last = sc_box
     if masked:
         x_m = sc_box[2] + op_gap + T * c / 2
-        m_box = canvas.matrix("mask", x_m, y_s, _diverging(d["scaled"], lim), "masked",
+        m_box = canvas.matrix("mask", x_m, y_s, _diverging(d["scaled"], lim), "scores\n(masked)",
                               r"$T\times T$", "hatched: −∞", masked=d["mask"], name_floor=floor)
         canvas.arrow("mask", (sc_box[2], y_s), (m_box[0], y_s), label="mask")
         last = m_box
@@ -233,21 +271,23 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
                           r"$T\times T$", "rows sum to 1", name_floor=floor)
     canvas.arrow("softmax", (last[2], y_s), (a_box[0], y_s), label="softmax")
     _scale_bar(canvas, "softmax", x_a, a_box[1] - 0.5, style.WEIGHTS_CMAP, ("0", "1"))
-    del last_stage
     # weights @ V -> output
-    x_o = a_box[2] + op_gap + d_v * c / 2
+    x_wv = a_box[2] + op_gap / 2
+    wv = _at_node(canvas, "output", x_wv, y_s)
+    x_o = x_wv + 0.2 + op_gap / 2 + d_v * c / 2
     o_box = canvas.matrix("output", x_o, y_s, _tint(style.VALUE_COLOR, d["out"]), "output",
                           r"$T\times d_v$", f"{T}×{d_v}", name_color=style.VALUE_COLOR, name_floor=floor)
-    canvas.arrow("output", (a_box[2], y_s), (o_box[0], y_s), label=r"$\cdot\,V$")
-    canvas.arrow("output", (boxes["v"][2], y_v), ((a_box[2] + o_box[0]) / 2, y_s - 0.03),
+    canvas.arrow("output", (a_box[2], y_s), (wv[0], y_s))
+    canvas.arrow("output", (wv[2], y_s), (o_box[0], y_s))
+    canvas.arrow("output", (boxes["v"][2], y_v), (x_wv, wv[1]),
                  connection="angle,angleA=0,angleB=90,rad=6", color=style.VALUE_COLOR)
     _scale_bar(canvas, "scores", x_s, s_box[1] - 0.5, style.SCORES_CMAP, ("−", "+"))
     canvas.text(None, o_box[2] + 0.3, y_v - 0.12,
                 f"example numbers: T = {T}, $d_\\mathrm{{model}}$ = {d_model}, $d_k$ = {d_k}, $d_v$ = {d_v}\n"
-                "every cell shaded by its value", va="top", ha="right", color="#555555")
-    top = y_q + max(d_model, T) * c / 2 + 0.35
-    bottom = y_v - max(d_model, T) * c / 2 - 0.55
-    return (-0.1, bottom, o_box[2] + 0.35, top)
+                "every cell shaded by its value; @ = matrix product", va="top", ha="right", color="#555555")
+    top = y_q + max(T * c / 2 + 0.35, 0.35)
+    bottom = min(y_v - w_top - d_model * c - 0.6, y_v - T * c / 2 - 0.55)
+    return (min(-0.1, x - 0.55), bottom, o_box[2] + 0.35, top)  # X's shape label is wider than X
 
 
 def _diverging(values, limit):

@@ -99,3 +99,27 @@ def test_draws_on_a_given_axes():
     arts = plot_pipeline(ax=ax, highlight="scale")
     assert all(a.axes is ax for a in arts["scale"])
     assert tuple(fig.get_size_inches()) == (8.0, 4.0)  # a figure we did not make is not resized
+
+
+def test_every_matrix_product_is_an_at_node():
+    """X @ W_q -> Q (X and W_q both point into an "@", not X into the weights), Q @ K^T, weights @ V."""
+    from matplotlib.patches import Circle
+    arts = plot_pipeline()
+    nodes = lambda stage: [a for a in arts[stage] if isinstance(a, Circle) and a.get_gid() == "at"]  # noqa: E731
+    assert len(nodes("projections")) == 3 and len(nodes("scores")) == 1 and len(nodes("output")) == 1
+    assert _texts(arts, "projections").count("@") == 3
+    # each W ends in its "@": an arrow from the W's top edge straight up to the node's bottom
+    ups = [a for a in arts["projections"] if isinstance(a, FancyArrowPatch)
+           and np.isclose(a._posA_posB[0][0], a._posA_posB[1][0])]
+    assert len(ups) == 3
+    assert not any("·" in t for t in _texts(arts, "output"))  # no "· V" label: the "@" says it
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_scores_names_the_matrix_softmax_receives(masked):
+    arts = plot_pipeline(mask=masked)
+    assert any(t.startswith("dot products") for t in _texts(arts, "scores"))
+    assert not any("scores" in t for t in _texts(arts, "scores") if "\n" in t)
+    named = lambda stage: any(t.startswith("scores") for t in _texts(arts, stage))  # noqa: E731
+    assert named("mask") if masked else named("scale")
+    assert not named("scale") if masked else not named("mask")

@@ -1,0 +1,70 @@
+"""Chapter 11's numbers: the moved checks (the package's generate equals the page's numpy and
+the causal layer), the model table's formula, the timing helper's two ways, the step costs."""
+import numpy as np
+import pytest
+
+from qkv_viz.chapters.ch11_generation.generation import (SENTENCE, ModelConfig, cache_table, cached_step,
+                                                         shared_kv, time_generation, toy_layer, uncached_step)
+from qkv_viz.core.kv_cache import causal_self_attention, generate, kv_cache_bytes, step_flops
+
+
+def test_toy_layer_is_seeded_and_fits_the_sentence():
+    x, p = toy_layer()
+    x2, p2 = toy_layer()
+    np.testing.assert_array_equal(x, x2)
+    np.testing.assert_array_equal(p.W_k, p2.W_k)
+    assert x.shape == (len(SENTENCE), 16) and p.n_heads == p.n_kv_heads == 4
+
+
+@pytest.mark.parametrize("n_kv", [4, 2, 1])
+def test_package_generation_equals_the_causal_layer(n_kv):
+    x, p = toy_layer()
+    layer = shared_kv(p, n_kv)
+    out, cache = generate(x, layer)
+    full, _ = causal_self_attention(x, layer)
+    assert np.abs(out - full).max() < 1e-12
+    assert cache.k.size + cache.v.size == 2 * len(SENTENCE) * n_kv * 4
+
+
+def test_shared_kv_keeps_queries_and_averages_kv():
+    x, p = toy_layer()
+    g = shared_kv(p, 1)
+    np.testing.assert_array_equal(g.W_q, p.W_q)
+    np.testing.assert_allclose(g.W_k, p.W_k.reshape(16, 4, 4).mean(axis=1))
+    assert shared_kv(p, 4).W_v.shape == p.W_v.shape
+
+
+def test_page_plain_numpy_steps_equal_the_package():
+    x, p = toy_layer()
+    T, H = len(x), p.n_heads
+    K_buf, V_buf = np.zeros((H, T, 4)), np.zeros((H, T, 4))
+    steps = np.array([cached_step(x[t], K_buf, V_buf, t, p.W_q, p.W_k, p.W_v, p.W_o, H) for t in range(T)])
+    reruns = np.array([uncached_step(x[:t + 1], p.W_q, p.W_k, p.W_v, p.W_o, H) for t in range(T)])
+    full, _ = causal_self_attention(x, p)
+    np.testing.assert_allclose(steps, full, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(reruns, full, rtol=0, atol=1e-12)
+
+
+def test_time_generation_reports_both_ways_and_their_agreement():
+    r = time_generation(T=16, d_model=16, n_heads=2, repeats=1)
+    assert set(r) == {"cached_ms_per_token", "uncached_ms_per_token", "ratio", "max_diff"}
+    assert r["max_diff"] < 1e-12 and r["cached_ms_per_token"] > 0
+    assert r["ratio"] == pytest.approx(r["uncached_ms_per_token"] / r["cached_ms_per_token"])
+
+
+def test_flop_ratio_is_t_plus_one():
+    """The page says: without the cache, step t does exactly t + 1 cached steps' work."""
+    for t in (0, 1, 15, 255, 1023):
+        assert step_flops(64, 4, t, cached=False) == (t + 1) * step_flops(64, 4, t)
+
+
+LLAMA2_7B = ModelConfig("Llama-2-7B", "meta-llama/Llama-2-7b-hf", 32, 32, 32, 128, 4096, 6.74e9)
+
+
+def test_cache_table_follows_the_formula():
+    gqa = ModelConfig("Llama-3-8B", "meta-llama/Meta-Llama-3-8B", 32, 32, 8, 128, 8192, 8.03e9)
+    rows = cache_table([LLAMA2_7B, gqa], n_tokens=4096)
+    assert rows[0]["per_token"] == 512 * 2 ** 10 and rows[0]["context"] == 2 * 2 ** 30
+    assert rows[0]["per_token"] == 4 * rows[1]["per_token"]      # 32 vs 8 K/V heads
+    assert rows[0]["context"] / rows[0]["weights"] == pytest.approx(0.159, abs=1e-3)
+    assert rows[1]["context"] == kv_cache_bytes(32, 8, 128, 4096)

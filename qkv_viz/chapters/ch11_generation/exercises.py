@@ -86,18 +86,24 @@ def _diagnose_step(case, got) -> str | None:
     return None
 
 
-def check_cached_step(fn, seed=None) -> Feedback:
-    """Exercise 1: ``fn(q, k_new, v_new, K_cache, V_cache)`` -> ``(output, K, V)``: append the new
-    token's key and value to the caches, then let its query attend over every cached token."""
-    cases = cached_step_cases(seed=seed)
+def _check_code(fn, cases, diagnose, describe, reference, name, praise) -> Feedback:
+    """No answer / stub -> pending; then the chapter's precise diagnosis of each case (``describe``
+    says which case it was); then ``check_function`` against ``reference``."""
     if fn is None or _stub(fn, cases[1]):
         return no_answer() if fn is None else Feedback(False, STUB, pending=True)
     for i, case in enumerate(cases if callable(fn) else []):
-        note = _diagnose_step(case, _quiet(fn, case))
+        note = diagnose(case, _quiet(fn, case))
         if note:
-            return Feedback(False, f"On case {i + 1} of {len(cases)} (a cache of {len(case[3])} token(s)): {note}")
-    return check_function(fn, cached_step_reference, cases, name="your cached step", atol=1e-9,
-                          praise="Append, then attend: one row of K and V more, and no mask needed.")
+            return Feedback(False, f"On case {i + 1} of {len(cases)} ({describe(case)}): {note}")
+    return check_function(fn, reference, cases, name=name, atol=1e-9, praise=praise)
+
+
+def check_cached_step(fn, seed=None) -> Feedback:
+    """Exercise 1: ``fn(q, k_new, v_new, K_cache, V_cache)`` -> ``(output, K, V)``: append the new
+    token's key and value to the caches, then let its query attend over every cached token."""
+    return _check_code(fn, cached_step_cases(seed=seed), _diagnose_step,
+                       lambda case: f"a cache of {len(case[3])} token(s)", cached_step_reference,
+                       "your cached step", "Append, then attend: one row of K and V more, and no mask needed.")
 
 
 # ---------------------------------------------------------------- exercise 2: grouped-query attention
@@ -141,16 +147,10 @@ def _diagnose_gqa(case, got) -> str | None:
 def check_gqa(fn, seed=None) -> Feedback:
     """Exercise 2: ``fn(q, k, v)`` -> output (H, T, d_v): causal attention where each group of
     H / H_kv query heads reads one K/V head (repeat the K/V heads, then ordinary attention)."""
-    cases = gqa_cases(seed=seed)
-    if fn is None or _stub(fn, cases[1]):
-        return no_answer() if fn is None else Feedback(False, STUB, pending=True)
-    for i, case in enumerate(cases if callable(fn) else []):
-        note = _diagnose_gqa(case, _quiet(fn, case))
-        if note:
-            return Feedback(False, f"On case {i + 1} of {len(cases)} ({case[0].shape[0]} query heads, "
-                                   f"{case[1].shape[0]} K/V heads): {note}")
-    return check_function(fn, gqa_reference, cases, name="your grouped-query attention", atol=1e-9,
-                          praise="Each K/V head serves its group; with H_kv = H it is ordinary multi-head attention.")
+    return _check_code(fn, gqa_cases(seed=seed), _diagnose_gqa,
+                       lambda case: f"{case[0].shape[0]} query heads, {case[1].shape[0]} K/V heads",
+                       gqa_reference, "your grouped-query attention",
+                       "Each K/V head serves its group; with H_kv = H it is ordinary multi-head attention.")
 
 
 # ---------------------------------------------------------------- exercise 3: a cache size

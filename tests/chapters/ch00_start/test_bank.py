@@ -1,0 +1,62 @@
+"""Chapter 0's "bank" demo: the notebook's own numpy lines (run from the committed notebook)
+agree with the package's attention, and the claims the page makes about them hold."""
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import qkv_viz
+
+NOTEBOOK = pathlib.Path(__file__).resolve().parents[3] / "notebooks" / "00_start_here.ipynb"
+RIVER, RATES = "the river bank flooded", "the bank raised its rates"
+
+
+@pytest.fixture(scope="module")
+def page():
+    """The namespace of the chapter's code cell that defines ``self_attention``."""
+    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    source = next(s for s in cells if "def self_attention" in s)
+    ns = {}
+    exec(compile(source, str(NOTEBOOK), "exec"), ns)
+    return ns
+
+
+def _x(page, sentence):
+    return np.array([page["table"][w] for w in sentence.split()], dtype=float)  # (T, 3)
+
+
+@pytest.mark.parametrize("sentence", [RIVER, RATES])
+def test_the_pages_lines_equal_the_package(page, sentence):
+    X = _x(page, sentence)
+    out, w = page["self_attention"](sentence)
+    out_pkg, w_pkg = qkv_viz.scaled_dot_product_attention(X @ page["W_q"], X @ page["W_k"], X @ page["W_v"])
+    np.testing.assert_allclose(w, w_pkg, atol=1e-12)
+    np.testing.assert_allclose(out, out_pkg, atol=1e-12)
+    np.testing.assert_allclose(w.sum(axis=1), 1.0)
+    assert out.shape == (len(sentence.split()), 2)  # one output of width d_v per token
+
+
+def test_bank_reads_the_words_that_tell_its_sense(page):
+    for sentence, clues in ((RIVER, {"river", "flooded"}), (RATES, {"rates"})):
+        tokens = sentence.split()
+        _, w = page["self_attention"](sentence)
+        row = w[tokens.index("bank")]
+        top = {tokens[j] for j in np.flatnonzero(np.isclose(row, row.max()))}
+        assert top == clues
+        for filler in ("the", "its"):
+            if filler in tokens:
+                assert row[tokens.index(filler)] < 0.05  # an all-zero key gets little
+
+
+def test_a_token_with_a_zero_query_reads_everyone_equally(page):
+    _, w = page["self_attention"](RIVER)
+    np.testing.assert_allclose(w[RIVER.split().index("flooded")], 0.25)
+
+
+def test_head_view_takes_the_pages_weights(page):
+    from qkv_viz.viz.headview import head_view
+    _, w = page["self_attention"](RATES)
+    fig = head_view(RATES.split(), w, focus="bank")
+    assert fig.focus == 1
+    np.testing.assert_array_equal(fig.weights_array, w)

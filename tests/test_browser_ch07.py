@@ -1,0 +1,94 @@
+"""Chapter 7's mask explorer in a real JupyterLab + Chromium: the reader switches the causal
+mask off, clicks a cell, and hides a whole row; each time the page's weights equal the
+core's masked_softmax of the chapter's grammar-toy scores, and a hidden row is zeros."""
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+from browser_harness import REPO, chromium_path, lab_browser, lab_server
+from qkv_viz import causal_mask, masked_softmax
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOKS = pathlib.Path(os.environ.get("QKV_BROWSER_NOTEBOOKS", REPO / "notebooks"))
+CHAPTER = "07_cross_attention_and_masks.ipynb"
+ARTIFACTS = REPO / "artifacts" / "browser"
+TOKENS = ["le", "chat", "noir", "s'assit"]
+LOOKS_FOR = {"le": "chat", "chat": "le", "noir": "chat", "s'assit": "chat"}
+CELL, LEFT, TOP = 46, 70, 28          # masks.js: cell size and the heatmap's offset in the canvas
+READ = "(n) => n.closest('.qkv-figure').parentElement.qkv"
+
+
+def _scores():
+    """The chapter's grammar toy: strength 8 on the word each one looks for, / sqrt(d_k = 4)."""
+    s = np.zeros((4, 4))
+    for a, b in LOOKS_FOR.items():
+        s[TOKENS.index(a), TOKENS.index(b)] = 8.0 / 2
+    return s
+
+
+def _need_browser():
+    reason = None
+    if chromium_path() is None:
+        reason = "no Chromium (looked for /usr/bin/chromium or $QKV_CHROMIUM)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            reason = "the playwright Python package is not installed"
+    if reason:
+        if os.environ.get("QKV_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"browser test: {reason} (QKV_REQUIRE_BROWSER=1)")
+        pytest.skip(f"browser test skipped: {reason}")
+
+
+def _state(fig, book, expect_causal=None):
+    for _ in range(100):
+        st = fig.locator(".qkv-mask-map").evaluate(READ)
+        if st is not None and (expect_causal is None or st["settings"]["causal"] == expect_causal):
+            return np.array(st["mask"], bool).reshape(4, 4), np.array(st["weights"]).reshape(4, 4)
+        book.page.wait_for_timeout(50)
+    pytest.fail("the mask explorer never reported its state")
+
+
+def _click(fig, i, j):
+    fig.locator(".qkv-mask-map").click(position={"x": LEFT + (j + 0.5) * CELL, "y": TOP + (i + 0.5) * CELL})
+
+
+def test_mask_explorer_follows_the_reader():
+    _need_browser()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with lab_server(NOTEBOOKS) as lab, lab_browser(lab, frontend="lab") as book:
+        book.open(CHAPTER)
+        book.run_all()
+        assert not book.problems(), "\n".join(book.problems())
+        fig = book.page.locator(".qkv-masks").first
+        fig.scroll_into_view_if_needed()
+        scores = _scores()
+        mask, w = _state(fig, book, expect_causal=True)
+        np.testing.assert_array_equal(mask, causal_mask(4))
+        np.testing.assert_allclose(w, masked_softmax(scores, causal_mask(4)), atol=1e-12)
+
+        fig.locator(".qkv-causal-box").click()                     # causal off: le reads chat
+        mask, w = _state(fig, book, expect_causal=False)
+        assert mask.all()
+        np.testing.assert_allclose(w, masked_softmax(scores, mask), atol=1e-12)
+        assert w[0, 1] > 0.9
+
+        _click(fig, 2, 1)                                          # hide chat from noir
+        mask, w = _state(fig, book)
+        want = np.ones((4, 4), bool); want[2, 1] = False
+        np.testing.assert_array_equal(mask, want)
+        np.testing.assert_allclose(w, masked_softmax(scores, want), atol=1e-12)
+        assert w[2, 1] == 0 and np.isclose(w[2].sum(), 1)
+
+        for j in (0, 2, 3):                                        # hide the rest of noir's row
+            _click(fig, 2, j)
+        mask, w = _state(fig, book)
+        assert not mask[2].any() and np.all(w[2] == 0) and np.all(np.isfinite(w))
+        assert "fully masked row(s): noir" in fig.locator(".qkv-message").inner_text()
+        fig.screenshot(path=ARTIFACTS / "lab_ch07_masks_noir_hidden.png")
+        assert not book.problems(), "\n".join(book.problems())
+        book.close()

@@ -74,3 +74,97 @@ def test_scaled_spread_claims(model, trace):
     assert np.sum((spread >= 0.5) & (spread <= 3)) >= 69
     prev = head_patterns(trace)["previous"][0]
     assert np.argmax(spread[0]) == np.argmax(prev) and spread[0].max() > 11  # "the positional head of layer 0"
+
+
+# ---- the checks that left the page: the package functions the page's numpy lines stand for
+
+
+def test_the_pages_pattern_lines_are_the_package_functions(trace):
+    """Cell "on_special / on_previous / eff" computes in numpy what head_patterns and head_sharpness do."""
+    weights = trace.weights
+    T = weights.shape[-1]
+    pat = head_patterns(trace)
+    np.testing.assert_allclose((weights[..., 0] + weights[..., -1]).mean(axis=-1), pat["special"])
+    np.testing.assert_allclose(np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).sum(-1) / T, pat["previous"])
+    eff = np.exp(-(weights * np.log(weights + 1e-30)).sum(axis=-1)).mean(axis=-1)
+    np.testing.assert_allclose(eff, head_sharpness(trace)["effective_tokens"], rtol=1e-9)
+
+
+def test_the_pages_value_norm_loop_is_value_output_norms(model, trace):
+    from qkv_viz.core.multihead import split_heads
+
+    c = model.config
+    norms = np.zeros((c.n_layers, c.n_heads, len(trace.tokens)))
+    for l, layer in enumerate(model.layers):
+        p, x = layer.attn, trace.hidden_states[l]
+        v = split_heads(x @ p.W_v + p.b_v, c.n_heads)
+        norms[l] = np.linalg.norm(v @ p.W_o.reshape(c.n_heads, c.d_k, c.d_model), axis=-1)
+    np.testing.assert_allclose(norms, value_output_norms(model, trace), rtol=1e-10)
+
+
+def test_the_pages_spread_loop_is_score_spread_and_dropping_the_factor_sharpens(model, trace):
+    from qkv_viz.core.diagnostics import effective_tokens
+    from qkv_viz.core.multihead import split_heads
+    from qkv_viz.core.softmax import softmax
+
+    c = model.config
+    spread, eff_unscaled = np.zeros((c.n_layers, c.n_heads)), np.zeros((c.n_layers, c.n_heads))
+    for l, layer in enumerate(model.layers):
+        p, x = layer.attn, trace.hidden_states[l]
+        q, k = split_heads(x @ p.W_q + p.b_q, c.n_heads), split_heads(x @ p.W_k + p.b_k, c.n_heads)
+        scores = q @ k.swapaxes(-1, -2) / np.sqrt(c.d_k)
+        spread[l] = scores.std(axis=-1).mean(axis=-1)
+        eff_unscaled[l] = effective_tokens(softmax(scores * np.sqrt(c.d_k))).mean(axis=-1)
+    ref = score_spread(model, trace)
+    np.testing.assert_allclose(spread, ref["scaled"], rtol=1e-10)
+    np.testing.assert_allclose(ref["scaled"] * np.sqrt(c.d_k), ref["raw"])
+    eff = head_sharpness(trace)["effective_tokens"]
+    assert np.all(eff_unscaled <= eff + 1e-9)  # "dropping the factor can only sharpen a head"
+    assert np.median(eff_unscaled) < 1.5 < 5 < np.median(eff)  # "almost every head nearly one-hot"
+    assert 0.7 < np.percentile(spread, 10) and np.percentile(spread, 90) < 2.5
+    assert 8 < np.median(spread) / (c.d_model * 0.02 ** 2) < 11  # "about tenfold"
+
+
+def test_init_spread_is_close_to_d_model_sigma_squared(model, trace):
+    """The formula d_model * sigma^2 (page and exercise 3) against 20 BERT-style initialisations."""
+    import json
+
+    from qkv_viz.bridges.real_forward import layer_norm
+    from qkv_viz.bridges.real_model import bundled_model_dir
+    from qkv_viz.core.multihead import split_heads
+
+    c = model.config
+    sigma = json.loads((bundled_model_dir() / "config.json").read_text())["initializer_range"]
+    assert sigma == 0.02
+    x0 = layer_norm(trace.hidden_states[0], 1.0, 0.0, c.eps)  # unit-variance entries
+    rng = np.random.default_rng(0)
+    spreads = []
+    for _ in range(20):
+        W_q, W_k = rng.normal(0.0, sigma, size=(2, c.d_model, c.d_model))
+        q, k = split_heads(x0 @ W_q, c.n_heads), split_heads(x0 @ W_k, c.n_heads)
+        spreads.append((q @ k.swapaxes(-1, -2) / np.sqrt(c.d_k)).std(axis=-1).mean())
+    assert abs(np.mean(spreads) - c.d_model * sigma ** 2) < 0.03
+
+
+def test_the_control_sentence_has_the_same_tokens_but_one(model, trace):
+    control = run(model, WIDE)
+    assert len(control.tokens) == len(trace.tokens)
+    assert sum(a != b for a, b in zip(trace.tokens, control.tokens)) == 1
+
+
+def test_the_by_hand_head_and_the_forgotten_transpose(model, trace):
+    from qkv_viz.core.softmax import softmax
+
+    c, layer, h = model.config, 1, 3
+    x, p = trace.hidden_states[layer], model.layers[layer].attn
+    cols = slice(h * c.d_k, (h + 1) * c.d_k)
+    by_hand = softmax((x @ p.W_q + p.b_q)[:, cols] @ (x @ p.W_k + p.b_k)[:, cols].T / np.sqrt(c.d_k))
+    np.testing.assert_allclose(by_hand, trace.weights[layer, h], atol=1e-12)
+    bug = softmax((x @ p.W_q.T + p.b_q)[:, cols] @ (x @ p.W_k.T + p.b_k)[:, cols].T / np.sqrt(c.d_k))
+    np.testing.assert_allclose(bug.sum(axis=1), 1.0)
+    assert np.abs(bug - by_hand).max() > 0.5  # "weights off by up to 0.89"
+
+
+def test_special_tokens_get_about_half_the_weight_from_layer_1_on(trace):
+    per_layer = head_patterns(trace)["special"].mean(axis=1)
+    assert np.all(per_layer[1:] > 0.35) and np.all(per_layer[1:5] > 0.5) and per_layer[0] < 0.35

@@ -16,6 +16,7 @@ def test_solutions_pass_their_checkers():
     assert ch09.check_init_spread(sol.INIT_SPREAD_BERT_BASE)
     for seed in (0, 1, 2):
         assert ch09.check_find_head(sol.find_head, seed=seed)
+        assert ch09.check_head_outputs(sol.head_outputs, seed=seed)
 
 
 def test_bert_large_solution_agrees_with_the_core_size_formula():
@@ -33,15 +34,64 @@ def test_init_spread_matches_a_simulation():
 
 
 @pytest.mark.parametrize("checker", [ch09.check_bert_large_params, ch09.check_init_spread,
-                                     ch09.check_find_head])
+                                     ch09.check_find_head, ch09.check_head_outputs])
 def test_none_is_pending(checker):
     fb = checker(None)
     assert not fb and fb.pending and "No answer yet" in fb.message
 
 
-def test_untouched_find_head_stub_is_pending():
+def test_untouched_stubs_are_pending():
     fb = ch09.check_find_head(lambda weights, tokens, query, key: None)
     assert not fb and fb.pending and "return None" in fb.message
+
+    def stub(x, p, n_heads):
+        raise NotImplementedError
+
+    fb = ch09.check_head_outputs(stub)
+    assert not fb and fb.pending
+
+
+def test_head_outputs_add_up_to_the_layer_output():
+    """The solution's heads, summed, plus b_o, are multi_head_attention's output (random and real)."""
+    from qkv_viz.core.multihead import multi_head_attention
+
+    for x, p, H in ch09.head_outputs_cases(seed=0):
+        out, _ = multi_head_attention(x, x, p, H)
+        np.testing.assert_allclose(sol.head_outputs(x, p, H).sum(axis=0) + p.b_o, out, atol=1e-12)
+
+
+def test_head_outputs_common_mistakes_are_named():
+    def summed(x, p, H):
+        return sol.head_outputs(x, p, H).sum(axis=0)
+
+    def with_b_o(x, p, H):
+        return sol.head_outputs(x, p, H) + p.b_o
+
+    def unscaled(x, p, H):
+        return sol.head_outputs(x, ch09.MultiHeadParams(p.W_q * np.sqrt(p.W_q.shape[1] // H), p.W_k, p.W_v,
+                                                        p.W_o, p.b_q * np.sqrt(p.W_q.shape[1] // H),
+                                                        p.b_k, p.b_v, p.b_o, H), H)
+
+    def transposed(x, p, H):
+        return sol.head_outputs(x, ch09.MultiHeadParams(p.W_q.T, p.W_k.T, p.W_v.T, p.W_o, p.b_q, p.b_k,
+                                                        p.b_v, p.b_o, H), H)
+
+    def no_bias(x, p, H):
+        zero = np.zeros_like(p.b_q)
+        return sol.head_outputs(x, ch09.MultiHeadParams(p.W_q, p.W_k, p.W_v, p.W_o, zero, zero, zero,
+                                                        p.b_o, H), H)
+
+    def weights_only(x, p, H):
+        q = (x @ p.W_q + p.b_q).reshape(len(x), H, -1).transpose(1, 0, 2)
+        k = (x @ p.W_k + p.b_k).reshape(len(x), H, -1).transpose(1, 0, 2)
+        s = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+        return np.exp(s) / np.exp(s).sum(-1, keepdims=True)
+
+    expected = {summed: "already summed", with_b_o: "b_o belongs to the layer", unscaled: "sqrt(d_k)",
+                transposed: "already (in, out)", no_bias: "b_q, b_k, b_v", weights_only: "attention weights"}
+    for fn, words in expected.items():
+        fb = ch09.check_head_outputs(fn, seed=0)
+        assert not fb and words in fb.message, (fn.__name__, fb.message)
 
 
 def test_bert_large_wrong_answers():
@@ -84,7 +134,8 @@ def test_find_head_common_mistakes_are_named():
     assert "flat index" in _with(flat).message
     assert "LEAST" in _with(weakest).message
     assert "raised KeyError" in _with(lambda w, t, q, k: {}[q]).message
-    assert "forget `return`" not in _with(lambda w, t, q, k: None).message  # first case: pending
+    assert _with(lambda w, t, q, k: None).pending  # the untouched stub: no answer yet, not wrong
+    assert ch09.check_find_head(lambda w, t, q, k: list(sol.find_head(w, t, q, k)), seed=0)  # a list is fine
 
 
 def test_find_head_on_the_real_sentence():
@@ -96,4 +147,6 @@ def test_find_head_on_the_real_sentence():
     assert ch09.check_find_head(sol.find_head, trace)
     (layer, head), _ = strongest_head(trace, "it", "street")
     fb = ch09.check_find_head(lambda w, t, q, k: (layer, head), trace)
-    assert not fb and "the real sentence" in fb.message and "another head puts more" in fb.message
+    assert not fb and "another head puts more" in fb.message
+    model = load_model()
+    assert ch09.check_head_outputs(sol.head_outputs, model, trace)

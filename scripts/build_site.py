@@ -204,34 +204,6 @@ def refresh_cjk_font(notebooks: list[Path]) -> None:
     print(f"wrote {CJK_FONT.relative_to(ROOT)} with {len(chars)} characters: {chars}")
 
 
-# ------------------------------------------------------------------ code colours
-def torch_cell_highlighter():
-    """nbconvert's ``highlight_code`` filter, but a ``%%torch`` cell's body is coloured as Python.
-
-    Pygments' IPython lexer shows the body of a cell magic it does not know as plain
-    text; JupyterLab and Notebook 7 colour it as Python, and so does the web edition.
-    """
-    from IPython.lib.lexers import IPython3Lexer
-    from nbconvert.filters.highlight import Highlight2HTML
-    from pygments import highlight
-    from pygments.formatters import HtmlFormatter
-    from pygments.lexer import bygroups, inherit, using
-    from pygments.lexers import Python3Lexer
-    from pygments.token import Keyword, Operator, Text
-
-    class BookLexer(IPython3Lexer):
-        tokens = {"root": [(r"(?s)(%%)(torch)([^\n]*\n)(.*)",
-                            bygroups(Operator, Keyword, Text, using(Python3Lexer))), inherit]}
-
-    base = Highlight2HTML(pygments_lexer="ipython3")
-
-    def highlight_code(source, language=None, metadata=None):
-        if not source.startswith("%%torch"):
-            return base(source, language, metadata)
-        return highlight(source, BookLexer(), HtmlFormatter(cssclass=f"highlight hl-{language or 'ipython3'}"))
-    return highlight_code
-
-
 # ------------------------------------------------------------------ build
 def build(out: Path, notebooks: list[Path]) -> dict:
     from nbconvert import HTMLExporter
@@ -244,8 +216,7 @@ def build(out: Path, notebooks: list[Path]) -> dict:
     books = [nbformat.read(p, as_version=4) for p in notebooks]
     pages = [dict(file=p.stem + ".html", title=chapter_title(nb), line=chapter_line(nb))
              for p, nb in zip(notebooks, books)]
-    exporter = HTMLExporter(template_name="qkv", extra_template_basedirs=[str(SRC / "templates")],
-                            filters={"highlight_code": torch_cell_highlighter()})
+    exporter = HTMLExporter(template_name="qkv", extra_template_basedirs=[str(SRC / "templates")])
     live = fallback = 0
     for i, (page, nb) in enumerate(zip(pages, books)):
         site_nb, kept, dropped = static_copy(nb)

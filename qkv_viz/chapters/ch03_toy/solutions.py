@@ -7,26 +7,25 @@ from __future__ import annotations
 import numpy as np
 
 
-# Exercise 1: the whole matrix at once.
+# Exercise 1: a batch axis in front, T queries against S keys. K.T would reverse all three
+# axes of K; swapaxes(-1, -2) turns only the last two, so each batch element gets its own K^T.
 def attention(Q, K, V):
-    """Q, K (3, d_k), V (3, d_v) -> output (3, d_v), weights (3, 3)."""
+    """Q (B, T, d_k), K (B, S, d_k), V (B, S, d_v) -> output (B, T, d_v), weights (B, T, S)."""
     d_k = Q.shape[-1]
-    scores = Q @ K.T / np.sqrt(d_k)                     # (3, d_k) @ (d_k, 3) -> (3, 3)
-    e = np.exp(scores - scores.max(axis=1, keepdims=True))  # shift each row: no overflow
-    weights = e / e.sum(axis=1, keepdims=True)          # (3, 3), each ROW sums to 1
-    return weights @ V, weights                         # (3, 3) @ (3, d_v) -> (3, d_v)
+    scores = Q @ K.swapaxes(-1, -2) / np.sqrt(d_k)      # (B, T, d_k) @ (B, d_k, S) -> (B, T, S)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)         # (B, T, S), each row (one query) sums to 1
+    return weights @ V, weights                         # (B, T, S) @ (B, S, d_v) -> (B, T, d_v)
 
 
-# Exercise 2: same scores, d_k = 8, so divide by sqrt(8) ~ 2.83 instead of sqrt(2).
+# Exercise 2: output = w0 v0 + w1 v1 + w2 v2 and w0 + w1 + w2 = 1: three linear equations.
+def weights_from_output(V, output):
+    """V (3, 2) values, output (2,) a point mixed from them -> weights (3,)."""
+    A = np.vstack([V.T, np.ones(3)])                    # (3, 3): rows x-coordinates, y-coordinates, ones
+    b = np.append(output, 1.0)                          # (3,): the point, and "the weights sum to 1"
+    return np.linalg.solve(A, b)                        # (3, 3) x = (3,) -> (3,)
+
+
+# Exercise 3: same scores, d_k = 8, so divide by sqrt(8) ~ 2.83 instead of sqrt(2).
 _scaled = np.array([2.0, 5.0, 1.0]) / np.sqrt(8)         # [0.71, 1.77, 0.35]
 WEIGHTS_D_K_8 = np.exp(_scaled) / np.exp(_scaled).sum()  # about [0.22, 0.63, 0.15]: flatter
-
-# Exercise 3: the weights stay those of d_k = 2; only the values change.
-_scaled2 = np.array([2.0, 5.0, 1.0]) / np.sqrt(2)
-_w2 = np.exp(_scaled2) / np.exp(_scaled2).sum()          # about [0.10, 0.85, 0.05]
-OUTPUT_NEW_V = _w2 @ np.array([[2.0, 0.0], [0.0, 2.0], [4.0, 4.0]])  # (3,) @ (3, 2) -> (2,)
-
-# Exercise 4: w1 (1, 0) + w2 (0, 1) + w3 (1, 1) = (0.6, 0.7) and w1 + w2 + w3 = 1:
-#   x: w1 + w3 = 0.6,  y: w2 + w3 = 0.7,  sum: w1 + w2 + w3 = 1
-#   add x and y: w1 + w2 + 2 w3 = 1.3, subtract the sum: w3 = 0.3, so w1 = 0.3, w2 = 0.4.
-WEIGHTS_FOR_OUTPUT = np.array([0.3, 0.4, 0.3])

@@ -1,7 +1,7 @@
 """A toy attention row you can check by hand: every intermediate number.
 
-Chapter 3 uses source article 1's example: n = 3 tokens, d_k = 2, and token 1's
-scores q1 . k_j = [2.0, 5.0, 1.0]. ``toy_steps`` returns each stage of
+Chapter 3 uses source article 1's example: n = 3 tokens, d_k = 2, and token 0's (the article's token 1)
+scores q0 . k_j = [2.0, 5.0, 1.0]. ``toy_steps`` returns each stage of
 softmax(scale * scores) @ V so the editable widget and the exercises can
 use them one by one; ``compare_with_claim`` checks a weight row an article
 printed. numpy only.
@@ -16,11 +16,11 @@ from qkv_viz.core.validate import as_array, positive_int
 from qkv_viz.core.attention import resolve_scale
 from qkv_viz.core.softmax import softmax
 
-# Concrete vectors in d_k = 2 that give the articles' scores for token 1:
-# q1 . k1 = 1*0 + 2*1 = 2,  q1 . k2 = 1*1 + 2*2 = 5,  q1 . k3 = 1*1 + 2*0 = 1.
-TOY_Q = np.array([[1.0, 2.0],    # token 1 (the query we follow)
-                  [0.0, 1.0],    # token 2
-                  [1.0, -1.0]])  # token 3
+# Concrete vectors in d_k = 2 that give the articles' scores for token 0:
+# q0 . k0 = 1*0 + 2*1 = 2,  q0 . k1 = 1*1 + 2*2 = 5,  q0 . k2 = 1*1 + 2*0 = 1.
+TOY_Q = np.array([[1.0, 2.0],    # token 0 (the query we follow)
+                  [0.0, 1.0],    # token 1
+                  [1.0, -1.0]])  # token 2
 TOY_K = np.array([[0.0, 1.0],
                   [1.0, 2.0],
                   [1.0, 0.0]])

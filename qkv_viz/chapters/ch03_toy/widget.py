@@ -28,7 +28,7 @@ _STAGES = (("scores q.k", "scores"), ("scaled scores", "scaled"), ("exp(scaled)"
 
 def steps_html(steps) -> str:
     """The intermediates of a ``ToySteps`` as a small HTML table (no scripts)."""
-    head = "".join(f"<th style='padding:2px 8px'>key {j + 1}</th>" for j in range(steps.scores.size))
+    head = "".join(f"<th style='padding:2px 8px'>key {j}</th>" for j in range(steps.scores.size))
     rows = [f"<tr><th></th>{head}</tr>"] + [_row(name, getattr(steps, attr)) for name, attr in _STAGES]
     extra = (f"<div style='font-family:monospace'>scale factor = {steps.factor:.3f}, "
              f"sum of exp = {steps.total:.3f}, output = "
@@ -66,10 +66,10 @@ class ToyFigure(CanvasFigure):
         st = self.steps
         fig = Figure(figsize=style.figsize(0.5, 0.5), dpi=style.DPI, layout="constrained")
         ax = fig.subplots()
-        ax.bar([f"key {j + 1}" for j in range(st.weights.size)], st.weights, color=style.KEY_COLOR)
+        ax.bar([f"key {j}" for j in range(st.weights.size)], st.weights, color=style.KEY_COLOR)
         for j, w in enumerate(st.weights):
             ax.text(j, w + 0.02, f"{w:.3f}", ha="center")
-        ax.set(ylim=(0, 1.1), ylabel="weight", title="weights of query 1 over the keys")
+        ax.set(ylim=(0, 1.1), ylabel="weight", title="weights of query 0 over the keys")
         return figure_png(fig)
 
 

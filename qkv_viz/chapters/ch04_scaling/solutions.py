@@ -5,17 +5,29 @@ from __future__ import annotations
 import numpy as np
 
 
-# 1. The scores of the paper: every query against every key, then divide by sqrt(d_k).
-def scaled_scores(q, k):
-    """q (T, d_k), k (S, d_k) -> scores (T, S) = q k^T / sqrt(d_k)."""
-    d_k = q.shape[-1]
-    return q @ k.T / np.sqrt(d_k)  # (T, d_k) @ (d_k, S) -> (T, S)
+# 1. For each width: the first d_k columns, scores (scaled or not), a stable softmax, then the
+#    row means of the largest weight and of ||diag(p) - p p^T||_F.
+def sweep(q, k, d_ks, scale):
+    """q (T, D), k (S, D), widths d_ks (each <= D) -> max_weight (K,), grad_norm (K,)."""
+    top, norm = [], []
+    for d_k in d_ks:
+        scores = q[:, :d_k] @ k[:, :d_k].T                       # (T, d_k) @ (d_k, S) -> (T, S)
+        if scale:
+            scores = scores / np.sqrt(d_k)
+        e = np.exp(scores - scores.max(axis=1, keepdims=True))
+        p = e / e.sum(axis=1, keepdims=True)                     # (T, S) weights
+        eye = np.eye(p.shape[1])
+        J = p[:, :, None] * eye - p[:, :, None] * p[:, None, :]  # (T, S, S): one Jacobian per row
+        top.append(p.max(axis=1).mean())
+        norm.append(np.sqrt((J ** 2).sum(axis=(1, 2))).mean())
+    return np.array(top), np.array(norm)
 
 
-# 2. d p_i / d s_j = p_i (delta_ij - p_j): the diagonal p_i (1 - p_i), the rest -p_i p_j.
-def softmax_jacobian(p):
-    """p (S,) one row of weights -> J (S, S) with J[i, j] = d p_i / d s_j."""
-    return np.diag(p) - np.outer(p, p)  # (S, S) - (S, 1) (1, S)
+# 2. (J^T g)_j = sum_i g_i (p_i delta_ij - p_i p_j) = p_j g_j - p_j (p . g) = p_j (g_j - p . g).
+#    A one-hot row gives 0 whatever g is: nothing reaches the scores.
+def softmax_backward(p, grad):
+    """p (S,) weights, grad (S,) d loss / d weights -> (S,) d loss / d scores."""
+    return p * (grad - p @ grad)                                 # (S,) * ((S,) - ()) -> (S,)
 
 
 # 3. Var(q . k) = d_k Var(q_i) Var(k_i) = 48 * 4 * 1 = 192, so the std is sqrt(192) ~ 13.86.

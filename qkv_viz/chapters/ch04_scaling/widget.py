@@ -188,9 +188,9 @@ class ScalingExplorer(CanvasFigure):
         weights, n, on = self.weights, self.n, self.scale
         fig = Figure(figsize=style.figsize(1.0, 0.36), dpi=style.DPI, layout="constrained")
         ax_w, ax_b, ax_m = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.15, 1, 1]})
-        how = r"scaled by $1/\sqrt{d_k}$" if on else "not scaled"
+        how = "scaled" if on else "not scaled"
         attention_heatmap(weights, ax=ax_w, annotate=False, title=f"weights, $d_k$ = {self.d_k}, {how}")
-        ticks = np.arange(0, n, max(1, int(np.ceil(n / 8))))  # at most 8 labels: they never touch
+        ticks = np.arange(0, n, max(1, int(np.ceil(n / 5))))  # at most 5 labels: they never touch
         ax_w.set_xticks(ticks, [str(t) for t in ticks])
         ax_w.set_yticks(ticks, [str(t) for t in ticks])
         ax_w.add_patch(Rectangle((-0.5, self.query - 0.5), n, 1, fill=False, edgecolor="white", lw=1.5,

@@ -9,14 +9,14 @@ function render({model, el}) {
   const values = asF64(model.get("v")), dK = model.get("d_k");
   const lut = bytesOf(model.get("lut"));
   const S = model.get("scores").length, dV = values.length / S;
-  const boxes = model.get("scores").map((x, j) => numberInput(`qkv-score qkv-score-${j}`, x, `q1.k${j + 1}`));
+  const boxes = model.get("scores").map((x, j) => numberInput(`qkv-score qkv-score-${j}`, x, `q0.k${j}`));
   const scale = h("input", {type: "checkbox", class: "qkv-scale-box", "data-lm-suppress-shortcuts": "true"});
   scale.checked = model.get("scale");
   const message = h("div", {class: "qkv-message", role: "status"});
   const table = h("table", {class: "qkv-readouts qkv-steps"});
   const bars = makeCanvas("qkv-toy-bars", 420, 200);
   const root = h("div", {class: "qkv-figure qkv-toy"}, [
-    h("div", {class: "qkv-row"}, boxes.map((b, j) => labelled(`q1\u00b7k${j + 1}`, b))),
+    h("div", {class: "qkv-row"}, boxes.map((b, j) => labelled(`q0\u00b7k${j}`, b))),
     h("div", {class: "qkv-row"}, [h("label", {class: "qkv-control"}, [scale, h("span", {text: `scale by 1/\u221ad_k (d_k = ${dK})`})])]),
     message, h("div", {class: "qkv-row qkv-top"}, [table, bars.canvas])]);
   el.append(root);
@@ -35,20 +35,20 @@ function render({model, el}) {
     const r = steps(), f3 = (x) => (Number.isFinite(x) ? x.toFixed(3) : "inf (overflow)");
     const row = (name, xs) => h("tr", {}, [h("th", {text: name}), ...xs.map((x) => h("td", {text: f3(x)}))]);
     table.replaceChildren(
-      h("tr", {}, [h("th", {text: ""}), ...s.scores.map((_, j) => h("th", {text: `key ${j + 1}`}))]),
+      h("tr", {}, [h("th", {text: ""}), ...s.scores.map((_, j) => h("th", {text: `key ${j}`}))]),
       row("scores q\u00b7k", s.scores), row("scaled scores", r.scaled), row("exp(scaled)", r.exp),
       row("weights", r.weights),
       h("tr", {}, [h("th", {text: "output"}), h("td", {colspan: S, text: r.output.map((x) => x.toFixed(3)).join(", ")})]),
       h("tr", {}, [h("th", {text: "factor, sum of exp"}), h("td", {colspan: S, text: `${r.factor.toFixed(3)}, ${f3(r.total)}`})]));
     const {ctx, width, height} = bars;
     ctx.clearRect(0, 0, width, height);
-    text(ctx, "weights of query 1 over the keys", 44, 16, {font: BOLD});
+    text(ctx, "weights of query 0 over the keys", 44, 16, {font: BOLD});
     const box = {x: 44, y: 28, w: width - 60, h: height - 60};
     const yOf = drawBars(ctx, r.weights, box, 0, 1, (v) => lutColour(lut, v));
     yAxis(ctx, box, yOf, [0, 0.5, 1]);
     r.weights.forEach((w, j) => {
       const x = box.x + (j + 0.5) * box.w / S;
-      text(ctx, `key ${j + 1}`, x, box.y + box.h + 14, {align: "center", font: SMALL});
+      text(ctx, `key ${j}`, x, box.y + box.h + 14, {align: "center", font: SMALL});
       text(ctx, w.toFixed(3), x, Math.max(yOf(w) - 4, box.y + 10), {align: "center", font: SMALL});
     });
     el.qkv = {settings: {...s}, ...r};
@@ -59,7 +59,7 @@ function render({model, el}) {
     catch (err) { setMessage(message, `${err.message}. Showing the last valid table.`); }
   }
   boxes.forEach((b, j) => b.addEventListener("input", () => attempt(() => {
-    const x = parseNumber(b.value, `q1.k${j + 1}`);
+    const x = parseNumber(b.value, `q0.k${j}`);
     s.scores[j] = x;
     model.set("scores", [...s.scores]); model.save_changes();
   })));

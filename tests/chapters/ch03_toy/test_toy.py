@@ -46,3 +46,28 @@ def test_bad_input_names_the_argument():
         toy_steps(["a", "b", "c"])
     with pytest.raises(ValueError, match="claimed"):
         compare_with_claim([0.5, 0.5], [1.0, 0.0, 0.0])
+
+
+def test_the_pages_five_numpy_lines_equal_the_package_and_torch():
+    """The chapter's numpy lines (rows sum to 1, the max shift changes nothing) equal
+    qv.scaled_dot_product_attention and torch's (the page shows the torch check once)."""
+    d_k = 2
+    scores = TOY_Q @ TOY_K.T / np.sqrt(d_k)  # (3, 2) @ (2, 3) -> (3, 3)
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    weights = e / e.sum(axis=1, keepdims=True)
+    output = weights @ TOY_V
+    np.testing.assert_allclose(weights.sum(axis=1), 1)
+    np.testing.assert_allclose(np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True), weights)
+    out_pkg, w_pkg = scaled_dot_product_attention(TOY_Q, TOY_K, TOY_V)
+    np.testing.assert_allclose(w_pkg, weights)
+    np.testing.assert_allclose(out_pkg, output)
+    torch = pytest.importorskip("torch")
+    out_t = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(a) for a in (TOY_Q, TOY_K, TOY_V)))
+    np.testing.assert_allclose(out_t.numpy(), output, atol=1e-12)
+
+
+def test_no_positive_scale_ranks_token_2_above_token_0_as_the_articles_table_does():
+    for c in (0.1, 0.5, 1 / np.sqrt(2), 1.0, 1.5, 10.0):
+        w = softmax(c * np.array(TOY_SCORES))
+        assert w[0] > w[2]
+    assert ARTICLE1_TABLE_WEIGHTS[0] < ARTICLE1_TABLE_WEIGHTS[2]

@@ -9,11 +9,7 @@ from qkv_viz.chapters.ch04_scaling import solutions as sol
 from qkv_viz.chapters.ch04_scaling.scaling import score_variance
 
 
-def _stub(*args):
-    return None  # the answer cell as the reader finds it
-
-
-SOLVED = {ch04.check_scaled_scores: sol.scaled_scores, ch04.check_softmax_jacobian: sol.softmax_jacobian,
+SOLVED = {ch04.check_sweep: sol.sweep, ch04.check_softmax_backward: sol.softmax_backward,
           ch04.check_new_width_std: sol.NEW_WIDTH_STD, ch04.check_row_grad_norm: sol.ROW_GRAD_NORM}
 
 
@@ -30,57 +26,53 @@ def test_placeholder_none_is_pending_not_an_error(check):
     assert not fb.correct and fb.pending and "No answer yet" in fb.message
 
 
-@pytest.mark.parametrize("check", [ch04.check_scaled_scores, ch04.check_softmax_jacobian])
-def test_stub_returning_none_is_pending(check):
-    fb = check(_stub)
-    assert not fb.correct and fb.pending and "No answer yet" in fb.message
-
 
 @pytest.mark.parametrize("wrong, says", [
-    (lambda q, k: q @ k.T, "not divided at all"),
-    (lambda q, k: q @ k.T / q.shape[-1], "divided by d_k instead of sqrt(d_k)"),
-    (lambda q, k: q @ k.T * np.sqrt(q.shape[-1]), "multiplied by sqrt(d_k)"),
-    (lambda q, k: k @ q.T / np.sqrt(q.shape[-1]), "has shape"),
-    (lambda q, k: q @ k.T / np.sqrt(q.shape[-1]) + 1e-3, "differs from the package's result"),
-    (lambda q, k: q.T @ k, "shape"),
+    (lambda q, k, d_ks, scale: sol.sweep(q, k, d_ks, scale)[::-1], "swapped"),
+    (lambda q, k, d_ks, scale: sol.sweep(q, k, d_ks, not scale), "this case has scale="),
+    (lambda q, k, d_ks, scale: sol.sweep(q, k, [q.shape[1]] * len(d_ks), scale), "first d_k columns"),
+    (lambda q, k, d_ks, scale: (sol.sweep(q, k, d_ks, scale)[0], sol.sweep(q, k, d_ks, scale)[1] ** 2),
+     "not ||J||"),
+    (lambda q, k, d_ks, scale: sol.sweep(q, k, d_ks, scale)[0], "returned 1 value"),
 ])
-def test_scaled_scores_mistakes_are_named(wrong, says):
-    fb = ch04.check_scaled_scores(wrong, seed=1)
+def test_sweep_mistakes_are_named(wrong, says):
+    fb = ch04.check_sweep(wrong, seed=1)
     assert not fb.correct and not fb.pending
     assert says in fb.message, fb.message
 
 
 @pytest.mark.parametrize("wrong, says", [
-    (lambda p: np.outer(p, p) - np.diag(p), "sign is flipped"),
-    (lambda p: np.diag(p), "diag(p) only"),
-    (lambda p: -np.outer(p, p), "-p p^T only"),
-    (lambda p: np.diag(p) - p @ p, "outer product"),
-    (lambda p: np.diag(p) - 0.9 * np.outer(p, p), "sum to 0"),
-    (lambda p: np.diag(p)[:, :1], "has shape"),
+    (lambda p, g: -sol.softmax_backward(p, g), "sign is flipped"),
+    (lambda p, g: p * g, "diag(p) @ grad only"),
+    (lambda p, g: g - p @ g, "multiply by p"),
+    (lambda p, g: p * (g - 0.9 * (p @ g)), "sum to 0"),
+    (lambda p, g: softmax_jacobian(p), "has shape"),
 ])
-def test_jacobian_mistakes_are_named(wrong, says):
-    fb = ch04.check_softmax_jacobian(wrong, seed=2)
+def test_backward_mistakes_are_named(wrong, says):
+    fb = ch04.check_softmax_backward(wrong, seed=2)
     assert not fb.correct and not fb.pending
     assert says in fb.message, fb.message
 
 
 def test_code_checkers_use_fresh_cases_each_call():
-    a, b = ch04.scores_cases(), ch04.scores_cases()
+    a, b = ch04.sweep_cases(), ch04.sweep_cases()
     assert not np.array_equal(a[0][0], b[0][0]) or a[0][0].shape != b[0][0].shape
-    seeded = ch04.jacobian_cases(seed=3), ch04.jacobian_cases(seed=3)
+    seeded = ch04.backward_cases(seed=3), ch04.backward_cases(seed=3)
     assert all(np.array_equal(x[0], y[0]) for x, y in zip(*seeded))
-    for (p,) in seeded[0]:
+    for p, _ in seeded[0]:
         np.testing.assert_allclose(p.sum(), 1.0)
+    assert any(not case[3] for case in a) and any(case[3] for case in a)
+    assert all(q.shape[0] != k.shape[0] for q, k, _, _ in a)
 
 
-def test_jacobian_solution_is_the_derivative():
-    """The reference itself, against finite differences of softmax (so the checker's truth is true)."""
+def test_backward_reference_is_the_chain_rule():
+    """J^T g against finite differences of g . softmax(s) (so the checker's truth is true)."""
     from qkv_viz import softmax
-    s = np.random.default_rng(0).normal(size=6)
-    p, eps = softmax(s), 1e-6
-    fd = np.stack([(softmax(s + eps * e) - softmax(s - eps * e)) / (2 * eps) for e in np.eye(6)], axis=1)
-    np.testing.assert_allclose(softmax_jacobian(p), fd, atol=1e-8)
-    np.testing.assert_allclose(sol.softmax_jacobian(p), fd, atol=1e-8)
+    rng = np.random.default_rng(0)
+    s, g, eps = rng.normal(size=6), rng.normal(size=6), 1e-6
+    fd = np.array([(g @ softmax(s + eps * e) - g @ softmax(s - eps * e)) / (2 * eps) for e in np.eye(6)])
+    np.testing.assert_allclose(sol.softmax_backward(softmax(s), g), fd, atol=1e-8)
+    np.testing.assert_allclose(softmax_jacobian(softmax(s)), softmax_jacobian(softmax(s)).T)
 
 
 def test_new_width_std_matches_a_measurement():

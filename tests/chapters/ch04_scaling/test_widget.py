@@ -30,19 +30,15 @@ def test_sends_the_documented_vectors_as_float32():
     np.testing.assert_array_equal(np.frombuffer(ex.k, "<f4").reshape(8, E.D_MAX), k)
 
 
-def test_new_seed_or_n_sends_new_vectors_bad_values_keep_the_old_ones():
+def test_new_seed_or_n_sends_new_vectors():
     ex = scaling_explorer(n=8)
     old = ex.q
     ex.seed = 5
     assert ex.q != old and ex.error == ""
     np.testing.assert_array_equal(np.frombuffer(ex.q, "<f4").reshape(8, -1), drawn(5, 8)[0])
+    ex.query = 7
     ex.n = 4
-    assert len(ex.q) == 4 * E.D_MAX * 4
-    kept = ex.q
-    ex.n = 5000
-    assert "n must be <= 1024" in ex.error and ex.q == kept
-    ex.n = 6
-    assert ex.error == "" and len(ex.q) == 6 * E.D_MAX * 4
+    assert len(ex.q) == 4 * E.D_MAX * 4 and ex.query == 3  # the followed row stays on screen
 
 
 def test_python_numbers_are_the_math_cores():
@@ -53,11 +49,35 @@ def test_python_numbers_are_the_math_cores():
     assert ex.metrics["max_weight"] == pytest.approx(summarize(ex.scores, weights)["max_weight"])
 
 
-@pytest.mark.parametrize("name, value", [("d_k", 3), ("temperature", 0.0), ("temperature", float("nan"))])
-def test_python_side_refuses_bad_step_settings(name, value):
-    ex = scaling_explorer()
+@pytest.mark.parametrize("name, value", [
+    ("d_k", 3), ("d_k", 2048), ("temperature", 0.0), ("temperature", float("nan")), ("temperature", -1.0),
+    ("metric", "nope"), ("query", 99), ("query", -1), ("n", 0), ("n", 5000), ("seed", -1),
+    ("head", 1), ("head", -1), ("n_heads", 3)])
+def test_every_trait_refuses_what_it_cannot_show_and_the_picture_stays(name, value):
+    ex = scaling_explorer(n=8, d_k=16, seed=2)
+    before = (ex.settings, ex.q, ex.weights.copy())
     with pytest.raises(traitlets.TraitError, match=name):
         setattr(ex, name, value)
+    assert ex.settings == before[0] and ex.q == before[1]
+    np.testing.assert_array_equal(ex.weights, before[2])
+    assert ex.static_png().startswith(b"\x89PNG")
+
+
+def test_bad_constructor_arguments_are_named():
+    with pytest.raises(ValueError, match="metric"):
+        scaling_explorer(metric="nope")
+    with pytest.raises(ValueError, match="query"):
+        scaling_explorer(n=8, query=99)
+
+
+def test_still_labels_say_scaled_or_not_and_number_keys_from_0():
+    for scale in (True, False):
+        fig = scaling_explorer(n=16, scale=scale, query=3).still()
+        titles = [ax.get_title() for ax in fig.axes]
+        assert any("query 3" in t and ("(scaled)" if scale else "(not scaled)") in t for t in titles)
+        assert not any("d_k" in t.replace("$d_k$", "").replace("{d_k}$", "") for t in titles), titles
+        labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+        assert labels[0] == "0" and len(labels) <= 5
 
 
 def test_mime_bundle_has_widget_html_and_png():

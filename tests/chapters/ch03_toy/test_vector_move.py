@@ -1,0 +1,76 @@
+"""Chapter 3's live picture: Python's numbers are the core's, bad traits are refused with
+their name and leave the picture as it was, the still is a PNG, and the browser's maths
+(run in Node) equal the core's."""
+import base64
+
+import numpy as np
+import pytest
+import traitlets
+
+from browser_harness import node_path, run_js
+from qkv_viz.chapters.ch03_toy.figures import barycentric
+from qkv_viz.chapters.ch03_toy.toy import TOY_K, TOY_Q, TOY_V
+from qkv_viz.chapters.ch03_toy.vector_move import VectorMoveFigure, vector_move
+from qkv_viz.core.attention import scaled_dot_product_attention
+from qkv_viz.viz.canvas import module_source
+
+
+def test_starts_at_token_0_with_the_articles_weights():
+    f = vector_move()
+    assert f.q == list(TOY_Q[0]) and f.token == 0
+    np.testing.assert_allclose(f.weights, [0.102, 0.848, 0.050], atol=1e-3)
+    np.testing.assert_allclose(barycentric(f.output, TOY_V), f.weights)
+
+
+@pytest.mark.parametrize("q, scale", [([-2.0, 0.5], True), ([3.0, -3.0], False), ([0.0, 0.0], True)])
+def test_numbers_are_the_cores(q, scale):
+    f = vector_move()
+    f.q, f.scale = q, scale
+    out, w = scaled_dot_product_attention(np.array([q]), TOY_K, TOY_V, scale=scale)
+    np.testing.assert_allclose(f.weights, w[0])
+    np.testing.assert_allclose(f.output, out[0])
+    np.testing.assert_allclose(f.scores, TOY_K @ np.array(q) * (1 / np.sqrt(2) if scale else 1))
+
+
+def test_choosing_a_token_takes_its_query():
+    f = vector_move()
+    f.token = 2
+    assert f.q == list(TOY_Q[2])
+
+
+@pytest.mark.parametrize("name, value", [("q", [99.0, 0.0]), ("q", [1.0]), ("q", [float("nan"), 0.0]),
+                                         ("token", 3), ("token", -1)])
+def test_bad_traits_are_refused_and_the_picture_stays(name, value):
+    f = vector_move()
+    before = (list(f.q), f.token, f.weights.copy())
+    with pytest.raises(traitlets.TraitError, match=name):
+        setattr(f, name, value)
+    assert (f.q, f.token) == before[:2]
+    np.testing.assert_array_equal(f.weights, before[2])
+    assert f.static_png().startswith(b"\x89PNG")
+
+
+def test_bad_data_is_named():
+    with pytest.raises(ValueError, match="2 columns"):
+        VectorMoveFigure(K=np.ones((3, 3)))
+    with pytest.raises(ValueError, match="names"):
+        VectorMoveFigure(names=["a", "b"])
+
+
+def test_bundle_has_widget_html_and_png():
+    data, _ = vector_move()._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert base64.b64decode(data["image/png"]).startswith(b"\x89PNG")
+    assert '<script type="module">' in data["text/html"] and "https://" not in data["text/html"]
+
+
+@pytest.mark.skipif(node_path() is None, reason="node is not installed")
+@pytest.mark.parametrize("q, scale", [([1, 2], True), ([-2, 0.5], True), ([3, -3], False)])
+def test_browser_maths_equal_the_core(q, scale):
+    got = run_js(module_source("vector_move.js"), f"""
+      const r = attendOne({q}, Float64Array.from({TOY_K.ravel().tolist()}),
+                          Float64Array.from({TOY_V.ravel().tolist()}), 3, 2, {1 / np.sqrt(2) if scale else 1});
+      return {{weights: Array.from(r.weights), output: Array.from(r.output)}};""")
+    out, w = scaled_dot_product_attention(np.array([q], dtype=float), TOY_K, TOY_V, scale=scale)
+    np.testing.assert_allclose(got["weights"], w[0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got["output"], out[0], rtol=0, atol=1e-12)

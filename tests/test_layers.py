@@ -120,3 +120,11 @@ def test_the_heavy_import_check_can_fail():
     code = "import sys, qkv_viz.viz.plots\nprint('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"  # the probe above sees a heavy import when there is one
+
+
+def test_the_bridges_import_torch_only_when_called():
+    """``qkv_viz.bridges`` docstring: torch is imported inside the functions that need it."""
+    code = ("import sys, qkv_viz.bridges.torch_mha, qkv_viz.bridges.real_model, qkv_viz.bridges.real_forward\n"
+            "print(','.join(m for m in ('torch', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"importing the bridges loaded: {out.stdout.strip()}"

@@ -11,7 +11,7 @@ import numpy as np
 
 from qkv_viz.chapters.ch04_scaling.scaling import weights_at_dk
 from qkv_viz.viz import style
-from qkv_viz.viz.plots import attention_heatmap, scores_heatmap
+from qkv_viz.viz.plots import attention_heatmap
 
 LABELS = {True: r"scaled: $q\cdot k/\sqrt{d_k}$", False: r"unscaled: $q\cdot k$"}
 COLORS = {True: style.SCALED_COLOR, False: style.UNSCALED_COLOR}
@@ -96,27 +96,4 @@ def small_multiples(d_ks=(1, 16, 256), T: int = 8, S: int = 8, seed=0):
             if i == 0:
                 axes[i, j].set_xlabel("")
     fig.colorbar(im, ax=axes, shrink=0.9, label=style.WEIGHTS_LABEL, ticks=np.linspace(0, 1, 5))
-    return fig
-
-
-def scores_and_weights(d_k: int = 256, T: int = 8, S: int = 8, seed=0):
-    """What goes into softmax, and what comes out: scores (left) and weights (right), scaled and unscaled.
-
-    The scores share one diverging colour bar (range set by the largest unscaled score),
-    the weights one 0..1 bar; the numbers are written in the cells.
-    """
-    fig, axes = plt.subplots(2, 2, figsize=style.figsize(1.0, 0.78), constrained_layout=True)
-    pairs = {scaled: weights_at_dk(d_k, T, S, seed, scale=scaled) for scaled in (True, False)}
-    limit = float(np.abs(pairs[False][0]).max())
-    for i, scaled in enumerate((True, False)):
-        scores, weights = pairs[scaled]
-        name = "scaled" if scaled else "unscaled"
-        # whole numbers are enough for unscaled scores tens of units apart
-        im_s = scores_heatmap(scores, ax=axes[i, 0], limit=limit, annotate=True, colorbar=False,
-                              fmt=".1f" if scaled else ".0f", title=f"{name} scores, $d_k$ = {d_k}")
-        im_w = attention_heatmap(weights, ax=axes[i, 1], annotate=True, colorbar=False,
-                                 title=f"{name} weights")
-    fig.colorbar(im_s, ax=axes[:, 0], shrink=0.8, label="score, before softmax")
-    fig.colorbar(im_w, ax=axes[:, 1], shrink=0.8, label="attention weight, after softmax",
-                 ticks=np.linspace(0, 1, 5))
     return fig

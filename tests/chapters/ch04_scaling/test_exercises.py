@@ -6,7 +6,6 @@ import pytest
 from qkv_viz import softmax_jacobian
 from qkv_viz.chapters.ch04_scaling import exercises as ch04
 from qkv_viz.chapters.ch04_scaling import solutions as sol
-from qkv_viz.chapters.ch04_scaling.scaling import score_variance
 
 
 SOLVED = {ch04.check_sweep: sol.sweep, ch04.check_softmax_backward: sol.softmax_backward,
@@ -99,4 +98,3 @@ def test_row_grad_norm_is_the_frobenius_norm():
     p = np.array(ch04.ROW_EX4)
     assert np.linalg.norm(softmax_jacobian(p)) == pytest.approx(sol.ROW_GRAD_NORM)
     assert not ch04.check_row_grad_norm(np.sqrt(2) / 3)  # the even split over m = 3 is not this row
-    assert score_variance([4], n_samples=10, seed=0)["d_k"][0] == 4  # the module the page uses loads

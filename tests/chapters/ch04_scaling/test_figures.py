@@ -42,18 +42,6 @@ def test_small_multiples_share_one_weights_colour_bar():
     assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
 
 
-def test_scores_and_weights_share_the_unscaled_range():
-    fig = figures.scores_and_weights(d_k=64, T=4, S=5, seed=1)
-    scores_u, weights_u = scaling.weights_at_dk(64, 4, 5, seed=1, scale=False)
-    limit = np.abs(scores_u).max()
-    images = [ax.images[0] for ax in fig.axes if ax.images]
-    assert len(images) == 4 and len(_colorbars(fig)) == 2
-    assert images[0].get_clim() == pytest.approx((-limit, limit))  # scaled scores on the unscaled range
-    np.testing.assert_allclose(images[2].get_array(), scores_u)
-    np.testing.assert_allclose(images[3].get_array(), weights_u)
-    assert images[3].get_clim() == (0.0, 1.0)
-
-
 def test_curve_figures_plot_given_values():
     c = np.array([0.1, 1.0, 10.0])
     sat = scaling.softmax_vs_logit_scale(c, S=8, n_rows=16, seed=0)

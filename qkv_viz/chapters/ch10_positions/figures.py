@@ -38,7 +38,10 @@ def plot_dot_grid(grid, ax=None, title=None, label="$q_m \\cdot k_n$"):
     """A (T, T) grid of q_m . k_n, rows m, columns n, on the book's diverging map."""
     grid = as_array("grid", grid, ndim=2)
     im = scores_heatmap(grid, ax=ax, annotate=False, title=title, colorbar_label=label)
-    im.axes.set(xlabel="key position n", ylabel="query position m")
+    T, S = grid.shape
+    ticks = lambda n: np.arange(0, n, 1 if n <= 10 else 5)  # no labels running together
+    im.axes.set(xlabel="key position n", ylabel="query position m", xticks=ticks(S), yticks=ticks(T),
+                xticklabels=ticks(S), yticklabels=ticks(T))
     return im
 
 

@@ -1,7 +1,7 @@
 """Chapter 10's computations: a three-word sentence, its shuffle, positions added, RoPE grids.
 
-The tokens are named and hand-built (d_model = 4: "is an animal", "is a person",
-"is an action", "is a noun"); the projections are random (seeded), because the
+The tokens are named and hand-built (d_model = 4: "is a noun", "is an animal",
+"is a person", "is an action"); the projections are random (seeded), because the
 chapter's claims hold for any projection.
 """
 from __future__ import annotations
@@ -12,10 +12,10 @@ from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.positions import apply_rope, rope_dots_by_offset
 from qkv_viz.core.validate import as_array, as_rng, positive_int
 
-EMBEDDINGS = {              # animal, person, action, noun
-    "dog": (1.0, 0.0, 0.0, 1.0),
-    "bites": (0.0, 0.0, 1.0, 0.0),
-    "man": (0.0, 1.0, 0.0, 1.0),
+EMBEDDINGS = {              # noun, animal, person, action
+    "dog": (1.0, 1.0, 0.0, 0.0),
+    "bites": (0.0, 0.0, 0.0, 1.0),
+    "man": (1.0, 0.0, 1.0, 0.0),
 }
 D_MODEL = 4
 WIDGET_D_K_MAX = 64

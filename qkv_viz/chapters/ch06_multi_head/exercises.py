@@ -1,10 +1,9 @@
-"""Chapter 6 exercises: write split_heads, merge_heads and a whole multi-head forward; sizes.
+"""Chapter 6 exercises: split_heads, what each head writes through W_o, a whole multi-head forward; sizes.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never the
 answer. The code checkers run the reader's function on fresh random cases (a new
-random generator on every call unless ``seed`` is given) against the package.
-Answer cells start with ``None``: a function whose body still returns ``None``
-counts as "no answer yet", not as an error.
+random generator on every call unless ``seed`` is given) against the package, through
+``qkv_viz.chapters.feedback.check_function``.
 """
 from __future__ import annotations
 
@@ -16,23 +15,21 @@ from qkv_viz.core.config import AttentionConfig
 from qkv_viz.core.multihead import MultiHeadParams, merge_heads, multi_head_attention, split_heads
 from qkv_viz.core.sizes import param_count
 
-STUB = ("No answer yet: your function still returns None. Replace the None with your code, "
-        "then run the cell again.")
 GPT2_MEDIUM = AttentionConfig(d_model=1024, n_heads=16)  # exercises 4 and 5 (not used on the page)
 HEAD_EX4 = 9
 
 
 def _code(fn, reference, cases, name, diagnose) -> Feedback:
-    """``check_function``, except that a stub still returning None means "no answer yet", and a
-    result of the wrong shape is first explained by ``diagnose`` (an axis order, a missing step)."""
+    """``check_function``, except that a result of the wrong shape is first explained by
+    ``diagnose`` (an axis order, a missing step) before the generic shape message."""
     cases = list(cases)
     for i, case in enumerate(cases if callable(fn) else []):
         try:
             got = fn(*case)
         except Exception:  # noqa: BLE001 - check_function reports the reader's error precisely
             break
-        if got is None and i == 0:
-            return Feedback(False, STUB, pending=True)
+        if got is None:
+            break
         want = reference(*case)
         if np.shape(got) != np.shape(want):
             note = diagnose(np.asarray(got), want, case)
@@ -81,28 +78,50 @@ def check_split_heads(fn, seed=None) -> Feedback:
     return _code(fn, split_heads, split_cases(seed=seed), "your split_heads", _diagnose_split)
 
 
-# ---------------------------------------------------------------- exercise 2: merge_heads
-def merge_cases(n: int = 5, seed=None):
+# ---------------------------------------------------------------- exercise 2: W_o, head by head
+def head_contributions_reference(heads, W_o):
+    """What each head writes into the output: (H, T, d_model), entry h = heads[h] @ W_o[h*d_v:(h+1)*d_v].
+
+    heads (H, T, d_v), W_o (H*d_v, d_model). Summed over h, this is merge_heads(heads) @ W_o.
+    """
+    H, T, d_v = heads.shape
+    blocks = W_o.reshape(H, d_v, W_o.shape[-1])  # (H*d_v, d_model) -> (H, d_v, d_model): row blocks
+    return heads @ blocks  # (H, T, d_v) @ (H, d_v, d_model) -> (H, T, d_model)
+
+
+def contribution_cases(n: int = 5, seed=None):
+    """(heads, W_o) with H, T, d_v, d_model all different, so a swapped axis always shows."""
     rng = np.random.default_rng(seed)
-    return [(rng.normal(size=(H, T, d_k)),) for T, H, d_k in (_sizes(rng) for _ in range(n))]
+    cases = []
+    for _ in range(n):
+        H, T, d_v, d_model = (int(v) for v in rng.choice(np.arange(2, 10), size=4, replace=False))
+        cases.append((rng.normal(size=(H, T, d_v)), rng.normal(size=(H * d_v, d_model))))
+    return cases
 
 
-def _diagnose_merge(got, want, case):
-    (heads,) = case
-    H, T, d_k = heads.shape
-    if got.shape != want.shape and got.shape in ((H, T * d_k), (H * d_k, T)):
-        return (f"your result has shape {got.shape}; merging gives one row per token: (T, H*d_k) = "
-                f"{want.shape}.")
-    if got.shape == want.shape and np.allclose(got, heads.reshape(T, H * d_k)):
-        return ("you reshaped (H, T, d_k) straight to (T, H*d_k), which mixes rows of different heads "
-                "into one token's row. Move the head axis back first: (H, T, d_k) -> (T, H, d_k), "
-                "then reshape.")
+def _diagnose_contributions(got, want, case):
+    heads, W_o = case
+    H, T, d_v = heads.shape
+    if got.shape == want.shape and np.allclose(got, want):
+        return None
+    if got.shape == (T, W_o.shape[1]):
+        return ("you returned the summed output (T, d_model); return each head's part separately, "
+                "stacked: (H, T, d_model).")
+    if got.shape != want.shape:
+        return None
+    interleaved = np.stack([heads[h] @ W_o[h::H] for h in range(H)])  # rows h, h+H, h+2H, ...
+    if np.allclose(got, interleaved):
+        return (f"head h's rows of W_o are the consecutive block h*d_v .. (h+1)*d_v - 1 "
+                f"(d_v = {d_v}), not every H-th row.")
+    if np.allclose(got.sum(0), want.sum(0)) and not np.allclose(got, want):
+        return "the sum over heads is right, but the parts are not each head's own: use head h with W_o's block h."
     return None
 
 
-def check_merge_heads(fn, seed=None) -> Feedback:
-    """Exercise 2: ``fn(heads)`` turns heads (H, T, d_k) into (T, H*d_k) like ``merge_heads``."""
-    return _code(fn, merge_heads, merge_cases(seed=seed), "your merge_heads", _diagnose_merge)
+def check_head_contributions(fn, seed=None) -> Feedback:
+    """Exercise 2: ``fn(heads, W_o)`` returns (H, T, d_model), head h's output times W_o's row block h."""
+    return _code(fn, head_contributions_reference, contribution_cases(seed=seed), "your head_contributions",
+                 _diagnose_contributions)
 
 
 # ---------------------------------------------------------------- exercise 3: the whole forward

@@ -1,4 +1,4 @@
-"""Trained heads from a real model beside random heads on the same input.
+"""Trained heads from a real model beside random heads fed the same inputs.
 
 The trained heads are picked by what they do (computed with
 ``qkv_viz.bridges.real_forward.head_patterns``), not by hand: for each pattern
@@ -37,6 +37,12 @@ def random_head_weights(trace: Trace, config, layer: int = 0, seed: int = 0) -> 
     x = trace.hidden_states[layer]  # (T, d_model)
     _, weights = multi_head_attention(x, x, params, config.n_heads)  # (H, T, T)
     return weights
+
+
+def random_twins(trace: Trace, config, picks, seed: int = 0) -> np.ndarray:
+    """For each picked ``(pattern, layer, head, share)``: the same head of one random layer
+    (``seed``), fed that trained head's own input ``trace.hidden_states[layer]``. (n, T, T)."""
+    return np.stack([random_head_weights(trace, config, layer, seed)[head] for _, layer, head, _ in picks])
 
 
 def plot_trained_vs_random(trained, random, tokens, titles_trained, titles_random):

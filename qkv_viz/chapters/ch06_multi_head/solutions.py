@@ -17,10 +17,20 @@ def split_heads(x, n_heads):
 
 
 def merge_heads(heads):
-    """Exercise 2. heads (H, T, d_k) -> (T, H*d_k), the heads side by side."""
+    """Helper for exercise 3. heads (H, T, d_k) -> (T, H*d_k), the heads side by side."""
     H, T, d_k = heads.shape
     x = heads.transpose(1, 0, 2)   # (H, T, d_k) -> (T, H, d_k)
     return x.reshape(T, H * d_k)   # (T, H, d_k) -> (T, H*d_k)
+
+
+def head_contributions(heads, W_o):
+    """Exercise 2. heads (H, T, d_v), W_o (H*d_v, d_model) -> (H, T, d_model)."""
+    H, T, d_v = heads.shape
+    parts = []
+    for h in range(H):
+        rows = W_o[h * d_v:(h + 1) * d_v]    # head h's row block of W_o: (d_v, d_model)
+        parts.append(heads[h] @ rows)         # (T, d_v) @ (d_v, d_model) -> (T, d_model)
+    return np.stack(parts)                    # (H, T, d_model); summed over h: merge_heads(heads) @ W_o
 
 
 def multi_head_forward(x, params, n_heads):

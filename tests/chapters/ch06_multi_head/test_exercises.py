@@ -13,7 +13,7 @@ def _stub(*args):
 
 
 CODE = [(ch06.check_split_heads, sol.split_heads),
-        (ch06.check_merge_heads, sol.merge_heads),
+        (ch06.check_head_contributions, sol.head_contributions),
         (ch06.check_multi_head_forward, sol.multi_head_forward)]
 NUMBERS = [(ch06.check_head_columns, sol.head_columns), (ch06.check_in_proj_params, sol.in_proj_params)]
 
@@ -64,9 +64,29 @@ def test_split_mistakes_are_named():
         assert not fb.correct and words in fb.message, fb.message
 
 
-def test_merge_mistake_is_named():
-    fb = ch06.check_merge_heads(lambda h: h.reshape(h.shape[1], -1), seed=4)
-    assert not fb.correct and "Move the head axis back first" in fb.message
+def test_head_contribution_mistakes_are_named():
+    def interleaved(heads, W_o):
+        H = heads.shape[0]
+        return np.stack([heads[h] @ W_o[h::H] for h in range(H)])
+
+    def summed(heads, W_o):
+        return sol.merge_heads(heads) @ W_o
+
+    def shuffled(heads, W_o):
+        return sol.head_contributions(heads, W_o)[::-1]  # right parts, given to the wrong heads
+
+    for fn, words in ((interleaved, "consecutive block"), (summed, "summed output"), (shuffled, "sum over heads")):
+        fb = ch06.check_head_contributions(fn, seed=6)
+        assert not fb.correct and words in fb.message, fb.message
+
+
+def test_head_contributions_sum_to_concat_times_W_o():
+    rng = np.random.default_rng(0)
+    heads, W_o = rng.normal(size=(3, 4, 5)), rng.normal(size=(15, 7))
+    parts = ch06.head_contributions_reference(heads, W_o)
+    assert parts.shape == (3, 4, 7)
+    np.testing.assert_allclose(parts.sum(0), sol.merge_heads(heads) @ W_o, atol=1e-12)
+    np.testing.assert_allclose(parts[1], heads[1] @ W_o[5:10], atol=1e-12)
 
 
 def test_forward_mistakes_are_named():

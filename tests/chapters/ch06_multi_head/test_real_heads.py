@@ -7,7 +7,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from qkv_viz.chapters.ch06_multi_head.real_heads import (pick_heads, plot_trained_vs_random,  # noqa: E402
-                                                        random_head_weights)
+                                                        random_head_weights, random_twins)
+from qkv_viz.core.diagnostics import effective_tokens  # noqa: E402
 
 real_model = pytest.importorskip("qkv_viz.bridges.real_model")
 if real_model.bundled_model_dir() is None:
@@ -56,3 +57,17 @@ def test_figure_has_one_shared_colour_bar(trace_and_model):
     with pytest.raises(ValueError, match="same number"):
         plot_trained_vs_random(trace.weights[0, :5], rand[:5], trace.tokens, [""] * 5, [""] * 5)
     plt.close("all")
+
+
+def test_random_twins_get_each_trained_heads_own_input(trace_and_model):
+    """The page's claim: each random twin is fed the input of its trained head's layer, and is flat."""
+    trace, model = trace_and_model
+    config = model.config.attention_config()
+    picks = pick_heads(trace)
+    assert len({layer for _, layer, _, _ in picks}) > 1  # the picks come from several layers
+    twins = random_twins(trace, config, picks, seed=0)
+    for twin, (_, layer, head, _) in zip(twins, picks):
+        np.testing.assert_array_equal(twin, random_head_weights(trace, config, layer, seed=0)[head])
+    trained = np.stack([trace.weights[layer, head] for _, layer, head, _ in picks])
+    assert np.all(effective_tokens(trained[:3]).mean(-1) < 2.5)  # three clear jobs
+    assert np.all(effective_tokens(twins).mean(-1) > 9)  # of 10 keys: nearly uniform

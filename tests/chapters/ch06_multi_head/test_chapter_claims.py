@@ -1,0 +1,102 @@
+"""Chapter 6's claims that left the page: the numpy lines equal the package, torch stores what the
+page says, and the cost numbers of its Going further section are torch's own."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+import qkv_viz as qv
+from qkv_viz import BERT_BASE, AttentionConfig, head_columns, init_multihead_params, merge_heads, split_heads
+from qkv_viz.bridges.torch_mha import params_from_torch_mha
+from qkv_viz.chapters.ch06_multi_head.sizes_figures import size_report
+
+CONFIG = AttentionConfig(d_model=512, n_heads=8)
+
+
+@pytest.fixture(scope="module")
+def page():
+    """The page's X, params and its head-by-head loop."""
+    H, d_k = CONFIG.n_heads, CONFIG.d_k
+    X = np.random.default_rng(0).normal(size=(6, CONFIG.d_model))
+    params = init_multihead_params(CONFIG, seed=1)
+    rng = np.random.default_rng(2)  # random biases, so forgetting one shows
+    params = replace(params, **{f"b_{n}": rng.normal(size=CONFIG.d_model) for n in "qkvo"})
+    outs, maps = [], []
+    for i in range(H):
+        block = slice(i * d_k, (i + 1) * d_k)
+        q_i = X @ params.W_q[:, block] + params.b_q[block]
+        k_i = X @ params.W_k[:, block] + params.b_k[block]
+        v_i = X @ params.W_v[:, block] + params.b_v[block]
+        s = q_i @ k_i.T / np.sqrt(d_k)
+        w = np.exp(s - s.max(-1, keepdims=True))
+        w /= w.sum(-1, keepdims=True)
+        outs.append(w @ v_i)
+        maps.append(w)
+    return X, params, outs, np.stack(maps)
+
+
+def test_heads_from_slices_equal_multi_head_attention(page):
+    X, params, outs, maps = page
+    by_slices = np.concatenate(outs, axis=-1) @ params.W_o + params.b_o
+    out, weights = qv.multi_head_attention(X, X, params, CONFIG.n_heads)
+    np.testing.assert_allclose(by_slices, out, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(maps, weights, atol=1e-10, rtol=0)
+    d_v = CONFIG.d_v
+    as_sum = sum(outs[i] @ params.W_o[i * d_v:(i + 1) * d_v] for i in range(CONFIG.n_heads)) + params.b_o
+    np.testing.assert_allclose(as_sum, by_slices, atol=1e-10, rtol=0)
+
+
+def test_split_and_merge_are_the_pages_reshape_and_transpose(page):
+    X, params, _, _ = page
+    H, d_k = CONFIG.n_heads, CONFIG.d_k
+    Q = X @ params.W_q
+    Q_heads = Q.reshape(6, H, d_k).transpose(1, 0, 2)
+    assert np.array_equal(split_heads(Q, H), Q_heads)
+    assert np.array_equal(merge_heads(Q_heads), Q)
+    assert Q.reshape(H, 6, d_k).shape == Q_heads.shape and not np.allclose(Q.reshape(H, 6, d_k)[3], Q_heads[3])
+    assert np.array_equal(torch.tensor(Q).view(6, H, d_k).transpose(0, 1).numpy(), Q_heads)
+
+
+def test_torch_stores_one_packed_projection_and_nothing_per_head():
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(embed_dim=512, num_heads=8, batch_first=True)
+    assert {n for n, _ in mha.named_parameters()} == {"in_proj_weight", "in_proj_bias",
+                                                       "out_proj.weight", "out_proj.bias"}
+    assert mha.q_proj_weight is None
+    assert sum(p.numel() for p in mha.parameters()) == qv.param_count(CONFIG, bias=True)
+    rows = mha.in_proj_weight[3 * 64:4 * 64].detach().double().numpy()  # head 3's query rows
+    assert np.array_equal(head_columns(params_from_torch_mha(mha).W_q, 3, 8), rows.T)
+
+
+def _torch_flops(mha, x):
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        mha(x, x, x, need_weights=True)
+    return counter.get_total_flops()
+
+
+def test_heads_are_free_by_torchs_flop_counter():
+    x = torch.randn(1, 128, 512)
+    counted = {H: _torch_flops(torch.nn.MultiheadAttention(512, H, batch_first=True), x) for H in (8, 1)}
+    assert counted[8] == counted[1] == qv.attention_flops(CONFIG, 128)["total"]
+    assert qv.param_count(CONFIG) == qv.param_count(AttentionConfig(512, 1))
+    assert qv.attention_flops(CONFIG, 128) == qv.attention_flops(AttentionConfig(512, 1), 128)
+
+
+def test_bert_base_table_is_torchs_count():
+    table = dict(size_report(BERT_BASE, T=512))
+    mha = torch.nn.MultiheadAttention(768, 12, batch_first=True)
+    assert sum(p.numel() for p in mha.parameters()) == table["whole layer, with biases"] == 2_362_368
+    assert tuple(mha.in_proj_weight.shape) == (2304, 768)
+    assert _torch_flops(mha, torch.randn(1, 512, 768)) == table["FLOPs total, T=512"]
+    assert table["FLOPs Q, K, V projections, T=512"] == 6 * 512 * 768 ** 2
+    assert round(1 - 1.5e9 / table["FLOPs Q, K, V projections, T=512"], 2) == 0.17
+
+
+def test_quadratic_part_overtakes_the_projections_just_above_1_5_d_model():
+    def quadratic(T):
+        f = qv.attention_flops(BERT_BASE, T)
+        return f["scores"] + f["weighted_sum"]
+    crossover = next(T for T in range(1, 10_000) if quadratic(T) > qv.attention_flops(BERT_BASE, T)["projections"])
+    assert crossover == 1.5 * BERT_BASE.d_model + 1

@@ -96,7 +96,7 @@ def plot_library(library, query, ax=None, weights=None, relayout=True):
     ``weights`` (n_books,) on 0..1 sets each key arrow's width (``weight_linewidth``:
     0.8 pt for weight 0 up to 8 pt for weight 1); without weights all keys are
     drawn at the width of weight 0.2. Arrows are numbered like the books
-    (1 = first title); only the first two key coordinates are drawn.
+    (0 = first title); only the first two key coordinates are drawn.
     ``relayout=False`` skips laying the figure out before placing the labels
     (for a caller that has already done it once for several panels).
     Returns the artists: per book an arrow and its label, then the query's arrow and label.
@@ -123,7 +123,7 @@ def plot_library(library, query, ax=None, weights=None, relayout=True):
         shrinkA=0, shrinkB=0, mutation_scale=14)))
     specs.append((q, 2.0, 7.0))
     labels = [("query", q, QUERY_COLOR, "bold")] + [
-        (f"{i + 1}", key, KEY_COLOR, "normal") for i, key in enumerate(library.keys[:, :2])]
+        (f"{i}", key, KEY_COLOR, "normal") for i, key in enumerate(library.keys[:, :2])]
     texts = _place_labels(ax, labels, specs, relayout=relayout)
     artists = []
     for arrow, text in zip(arrows[:-1], texts[1:]):
@@ -158,7 +158,7 @@ def plot_weight_bars(weights, titles, ax=None, title=None):
 
 def numbered_titles(library) -> list:
     """'1 Title', '2 Title', ...: the labels that match ``plot_library``'s arrows."""
-    return [f"{i + 1} {t}" for i, t in enumerate(library.titles)]
+    return [f"{i} {t}" for i, t in enumerate(library.titles)]
 
 
 def library_and_weights(library, query, temperature=1.0, axes=None):

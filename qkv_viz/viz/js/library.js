@@ -74,7 +74,7 @@ function render({model, el}) {
     for (let b = 0; b < nBooks; b++) {
       const kx = keys[b * dK], ky = keys[b * dK + 1];
       arrow(kx, ky, KEY_COLOUR, 0.8 + 7.2 * r.weights[b], []);
-      text(ctx, String(b + 1), X(kx) + 6, Y(ky) - 6, {font: BOLD, colour: KEY_COLOUR});
+      text(ctx, String(b), X(kx) + 6, Y(ky) - 6, {font: BOLD, colour: KEY_COLOUR});
     }
     arrow(s.query[0], s.query[1], QUERY_COLOUR, 2, [5, 3]);
     text(ctx, "query", X(s.query[0]) - 4, Y(s.query[1]) - 8, {align: "right", font: BOLD, colour: QUERY_COLOUR});
@@ -93,7 +93,7 @@ function render({model, el}) {
       ctx.fillRect(box.x, y + 4, Math.max(box.w * w, 1), slot - 8);
       ctx.strokeStyle = "#888";
       ctx.strokeRect(box.x + 0.5, y + 4.5, box.w, slot - 8);
-      text(ctx, `${b + 1}. ${titles[b]}`, box.x - 8, y + slot / 2, {align: "right", base: "middle", colour: b === r.best ? QUERY_COLOUR : "#222",
+      text(ctx, `${b}. ${titles[b]}`, box.x - 8, y + slot / 2, {align: "right", base: "middle", colour: b === r.best ? QUERY_COLOUR : "#222",
                                                                   font: b === r.best ? BOLD : FONT});
       text(ctx, w.toFixed(3), box.x + box.w + 6, y + slot / 2, {base: "middle", font: SMALL});
     }

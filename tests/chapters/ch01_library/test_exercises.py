@@ -5,17 +5,15 @@ import pytest
 
 from qkv_viz.chapters.ch01_library import exercises as ch01
 from qkv_viz.chapters.ch01_library import solutions
-from qkv_viz.chapters.ch01_library.library import DEMO_QUERY, demo_library, soft_lookup
 
 
-def stub(query, keys, values, temperature):
+def stub(*args):
     raise NotImplementedError  # the notebook's placeholder
 
 
 CHECKS = [  # (checker, solution)
-    (ch01.check_soft_lookup, solutions.soft_lookup),
-    (ch01.check_new_query_weights, solutions.NEW_QUERY_WEIGHTS),
-    (ch01.check_robot_chefs_weight, solutions.ROBOT_CHEFS_WEIGHT),
+    (ch01.check_lookup_many, solutions.lookup_many),
+    (ch01.check_temperature_for, solutions.temperature_for),
     (ch01.check_doubled_query_temperature, solutions.DOUBLED_QUERY_TEMPERATURE),
     (ch01.check_determiner_key, solutions.DETERMINER_KEY),
 ]
@@ -28,7 +26,7 @@ def test_every_solution_passes_its_checker(check, solution):
 
 
 @pytest.mark.parametrize("check, placeholder", [(c, None) for c, _ in CHECKS]
-                         + [(ch01.check_soft_lookup, stub)])
+                         + [(ch01.check_lookup_many, stub), (ch01.check_temperature_for, stub)])
 def test_placeholders_are_no_answer_yet_not_errors(check, placeholder):
     fb = check(placeholder)
     assert not fb and fb.pending
@@ -36,70 +34,80 @@ def test_placeholders_are_no_answer_yet_not_errors(check, placeholder):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_soft_lookup_solution_passes_on_any_fresh_cases(seed):
-    assert ch01.check_soft_lookup(solutions.soft_lookup, seed=seed)
+def test_code_solutions_pass_on_any_fresh_cases(seed):
+    assert ch01.check_lookup_many(solutions.lookup_many, seed=seed)
+    assert ch01.check_temperature_for(solutions.temperature_for, seed=seed)
 
 
-def _stable(scores, t):
-    e = np.exp((scores - scores.max()) / t)
-    return e / e.sum()
+def test_cases_have_t_different_from_s_a_batch_and_a_huge_score():
+    cases = ch01.lookup_many_cases(seed=0)
+    assert all(q.shape[1] != k.shape[1] and q.ndim == 3 and q.shape[0] == k.shape[0] for q, k, _, _ in cases)
+    assert any(q.shape[0] > 1 for q, _, _, _ in cases)
+    q, k, _, t = cases[-1]
+    assert (q @ k.swapaxes(-1, -2)).max() / t > 709  # exp would overflow without the shift
 
 
+def _softmax(s, axis=-1):
+    e = np.exp(s - s.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _lookup(scores_fn, axis=-1):
+    def fn(q, k, v, t):
+        w = _softmax(scores_fn(q, k, t), axis)
+        return w @ v, w
+    return fn
+
+
+S = lambda q, k: q @ k.swapaxes(-1, -2)  # noqa: E731
 MISTAKES = {  # a reader's wrong function -> words the feedback must contain
-    "temperature ignored": (lambda q, k, v, t: (_stable(k @ q, 1.0) @ v, _stable(k @ q, 1.0)),
-                            "temperature is ignored"),
-    "times temperature": (lambda q, k, v, t: (_stable(k @ q * t * t, t) @ v, _stable(k @ q * t * t, t)),
-                          "multiplied the scores by the temperature"),
-    "rows not summing to 1": (lambda q, k, v, t: (np.exp(k @ q / t) @ v, np.exp(k @ q / t)),
-                              "sum to"),
-    "naive exp overflows": (lambda q, k, v, t: ((np.exp(k @ q / t) / np.exp(k @ q / t).sum()) @ v,
-                                                np.exp(k @ q / t) / np.exp(k @ q / t).sum()),
-                            "subtract the largest score"),
-    "extra sqrt(d_k)": (lambda q, k, v, t: (_stable(k @ q / np.sqrt(len(q)), t) @ v,
-                                           _stable(k @ q / np.sqrt(len(q)), t)), "sqrt(d_k)"),
-    "plain average": (lambda q, k, v, t: (v.mean(axis=0), _stable(k @ q, t)), "plain average"),
-    "swapped results": (lambda q, k, v, t: solutions.soft_lookup(q, k, v, t)[::-1], "swapped"),
-    "only the output": (lambda q, k, v, t: solutions.soft_lookup(q, k, v, t)[0], "return both"),
-    "blends the keys": (lambda q, k, v, t: (_stable(k @ q, t) @ k, _stable(k @ q, t)), "shape"),
-    "forgot return": (lambda q, k, v, t: None, "forget `return`"),
-    "crashes": (lambda q, k, v, t: np.reshape(q, (7, 7, 7)), "raised ValueError"),
+    "softmax over the queries": (_lookup(lambda q, k, t: S(q, k) / t, axis=-2), "softmax ran over the queries"),
+    "keys before queries": (lambda q, k, v, t: (np.zeros(v.shape[:1] + q.shape[1:2] + v.shape[2:]),
+                                                _softmax(k @ q.swapaxes(-1, -2) / t)),
+                            "shape (B, S, T)"),
+    "temperature ignored": (_lookup(lambda q, k, t: S(q, k)), "divide the scores by it"),
+    "times temperature": (_lookup(lambda q, k, t: S(q, k) * t), "multiplied the scores by the temperature"),
+    "extra sqrt(d_k)": (_lookup(lambda q, k, t: S(q, k) / (t * np.sqrt(q.shape[-1]))), "sqrt(d_k)"),
+    "naive exp overflows": (lambda q, k, v, t: ((np.exp(S(q, k) / t) / np.exp(S(q, k) / t).sum(-1, keepdims=True))
+                                                @ v, np.exp(S(q, k) / t) / np.exp(S(q, k) / t).sum(-1, keepdims=True)),
+                            "subtract each row's largest score"),
+    "rows not summing to 1": (lambda q, k, v, t: (np.exp(S(q, k) / t - 50) @ v, np.exp(S(q, k) / t - 50)),
+                              "do not sum to 1"),
+    "wrong output": (lambda q, k, v, t: (solutions.lookup_many(q, k, v, t)[0] * 2, solutions.lookup_many(q, k, v, t)[1]),
+                     "output = weights @ values"),
+    "forgot return": (lambda q, k, v, t: None, "return"),
 }
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("name", sorted(MISTAKES))
-def test_soft_lookup_mistakes_are_named(name):
+def test_lookup_many_mistakes_are_named(name):
     fn, words = MISTAKES[name]
-    fb = ch01.check_soft_lookup(fn, seed=0)
-    assert not fb and not fb.pending
+    fb = ch01.check_lookup_many(fn, seed=0)
+    assert not fb and not fb.pending or name == "forgot return"
     assert words in fb.message, fb.message
 
 
-def test_conceptual_answers_refuse_the_numbers_the_page_prints():
-    lib = demo_library()
-    printed_weights = soft_lookup(DEMO_QUERY, lib, 1.0)[1]  # the page prints these
-    assert not ch01.check_new_query_weights(printed_weights)
-    assert not ch01.check_new_query_weights(np.full(5, 0.2))
-    assert not ch01.check_new_query_weights([0.1, 0.2])
-    robot = lib.titles.index("Robot Chefs")
-    for t in (0.3, 1.0):  # temperatures whose weights the page prints
-        assert not ch01.check_robot_chefs_weight(soft_lookup(DEMO_QUERY, lib, t)[1][robot])
+@pytest.mark.parametrize("wrong, words", [(lambda s, top: 1.0, "go"), (lambda s, top: -1.0, "> 0"),
+                                          (lambda s, top: top, "go")])
+def test_temperature_mistakes_say_which_way_to_go(wrong, words):
+    fb = ch01.check_temperature_for(wrong, seed=1)
+    assert not fb and not fb.pending and words in fb.message, fb.message
+
+
+def test_temperature_cases_have_one_answer():
+    for scores, top in ch01.temperature_cases(seed=3):
+        assert 1 / len(scores) < top < 1
+        t = ch01.reference_temperature_for(scores, top)
+        assert abs(ch01.top_weight(scores, t) - top) < 1e-9
+
+
+def test_conceptual_answers_refuse_wrong_numbers_without_giving_the_answer():
     for wrong in (1.0, 0.5, 4.0, -2.0, "two"):
-        assert not ch01.check_doubled_query_temperature(wrong)
-
-
-def test_hints_do_not_give_the_answer():
-    answer = f"{solutions.ROBOT_CHEFS_WEIGHT:.2f}"
-    assert answer not in ch01.check_robot_chefs_weight(0.5).message
-    fb = ch01.check_new_query_weights(np.full(5, 0.2))
-    assert all(f"{w:.2f}" not in fb.message for w in solutions.NEW_QUERY_WEIGHTS if w > 0.05)
+        fb = ch01.check_doubled_query_temperature(wrong)
+        assert not fb and not fb.pending
     msg = ch01.check_doubled_query_temperature(1.0).message
     assert "temperature 2" not in msg and "2.0" not in msg and "divid" not in msg
-
-
-def test_exercises_ask_for_cases_the_page_does_not_print():
-    assert not np.allclose(ch01.NEW_QUERY, DEMO_QUERY)
-    assert ch01.NEW_TEMPERATURE not in (0.1, 0.3, 1, 3, 10, 1e6)  # the notebook's table
 
 
 def test_determiner_key_needs_cat_to_read_the_strictly_most():
@@ -107,7 +115,6 @@ def test_determiner_key_needs_cat_to_read_the_strictly_most():
     cat, the = tokens.index("cat"), tokens.index("the")
     w = ch01.toy_weights_with_determiner_key(solutions.DETERMINER_KEY)
     assert w[cat].argmax() == the and np.allclose(w.sum(axis=1), 1)
-    # the page's own key (0, 0), a tie with "sat" (0, 2), and a noun-ish key all fail, naming the rival
     for wrong in ([0.0, 0.0], [0.0, 2.0], [5.0, 0.0]):
         fb = ch01.check_determiner_key(wrong)
         assert not fb and not fb.pending and '"sat"' in fb.message, fb.message

@@ -170,7 +170,7 @@ function render({model, el}) {
     stepOut.textContent = `${t}: "${tokens[t]}"`;
     next.textContent = t === T - 1 ? "start again \u21ba" : "next token \u25b6";
     readout.textContent =
-      `step ${t}: the new token is "${tokens[t]}"; its query (head ${hd}) meets the keys of tokens 0..${t}\n`
+      `step ${t}: the new token is "${tokens[t]}"; its query (head ${hd}) meets the keys of ${t ? `tokens 0..${t}` : "token 0"}\n`
       + `weights: ${row.map((w, j) => `${tokens[j]} ${w.toFixed(3)}`).join(", ")}\n`
       + `cache: 2 (K and V) \u00d7 ${t + 1} token${t ? "s" : ""} \u00d7 ${Hkv} K/V head${Hkv > 1 ? "s" : ""} \u00d7 ${dh} = ${n} numbers`
       + (Hkv < H ? ` (multi-head attention: ${full}, ${rep}\u00d7 more)` : "");

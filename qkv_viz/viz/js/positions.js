@@ -152,6 +152,8 @@ function render({model, el}) {
     r.dot = dotFirst(r.qm, r.kn, s.dK);
     r.dotOffset = ropeDotsByOffset(q, k, [s.n - s.m], s.dK, s.base)[0];
     r.plain = dotFirst(q, k, s.dK);
+    const a = 2 * s.pair, b = a + 1;
+    r.pairDot = r.qm[a] * r.kn[a] + r.qm[b] * r.kn[b];
     mOut.textContent = String(s.m); nOut.textContent = String(s.n);
     dkOut.textContent = String(s.dK); baseOut.textContent = String(s.base); pairOut.textContent = String(s.pair);
     drawPlane(r);
@@ -161,8 +163,9 @@ function render({model, el}) {
       row("m, n, offset n \u2212 m", `${s.m}, ${s.n}, ${s.n - s.m}`),
       row("q_m \u00b7 k_n (both turned)", r.dot.toFixed(4)),
       row("q_0 \u00b7 k_(n\u2212m) (offset only)", r.dotOffset.toFixed(4)),
+      row(`the drawn pair's part (pair ${s.pair})`, r.pairDot.toFixed(4)),
       row("q \u00b7 k without positions", r.plain.toFixed(4)));
-    el.qkv = {settings: {...s, tMax}, dot: r.dot, dotOffset: r.dotOffset, plain: r.plain,
+    el.qkv = {settings: {...s, tMax}, dot: r.dot, dotOffset: r.dotOffset, plain: r.plain, pairDot: r.pairDot,
               curve: Array.from(r.curve), offsets, angle: r.angle};
   }
 

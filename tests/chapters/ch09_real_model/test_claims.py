@@ -168,3 +168,9 @@ def test_the_by_hand_head_and_the_forgotten_transpose(model, trace):
 def test_special_tokens_get_about_half_the_weight_from_layer_1_on(trace):
     per_layer = head_patterns(trace)["special"].mean(axis=1)
     assert np.all(per_layer[1:] > 0.35) and np.all(per_layer[1:5] > 0.5) and per_layer[0] < 0.35
+
+
+def test_the_coreference_heads_are_not_symmetric(trace):
+    i, j = trace.tokens.index("it"), trace.tokens.index("animal")
+    for layer, head in [(3, 1), (5, 11)]:
+        assert trace.weights[layer, head, i, j] > 0.6 and trace.weights[layer, head, j, i] < 0.1  # "barely looks back"

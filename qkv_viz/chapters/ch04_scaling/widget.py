@@ -115,21 +115,13 @@ class ScalingExplorer(CanvasFigure):
             raise traitlets.TraitError(f"metric must be one of {', '.join(METRICS)}, got {proposal['value']!r}")
         return proposal["value"]
 
-    @traitlets.validate("query")
-    def _valid_query(self, proposal):
-        return _int_in(f"query (a row of the n = {self.n} tokens)", proposal["value"], 0, self.n - 1)
-
-    @traitlets.validate("n")
-    def _valid_n(self, proposal):
-        return _int_in("n", proposal["value"], 1, N_MAX)
-
-    @traitlets.validate("seed")
-    def _valid_seed(self, proposal):
-        return _int_in("seed", proposal["value"], 0, 2 ** 32 - 1)
-
-    @traitlets.validate("head")
-    def _valid_head(self, proposal):
-        return _int_in(f"head (of n_heads = {self.n_heads})", proposal["value"], 0, self.n_heads - 1)
+    @traitlets.validate("query", "n", "seed", "head")
+    def _valid_index(self, proposal):
+        name = proposal["trait"].name
+        label, lo, hi = {"query": (f"query (a row of the n = {self.n} tokens)", 0, self.n - 1),
+                         "n": ("n", 1, N_MAX), "seed": ("seed", 0, 2 ** 32 - 1),
+                         "head": (f"head (of n_heads = {self.n_heads})", 0, self.n_heads - 1)}[name]
+        return _int_in(label, proposal["value"], lo, hi)
 
     @traitlets.validate("n_heads")
     def _valid_n_heads(self, proposal):

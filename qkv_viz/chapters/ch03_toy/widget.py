@@ -57,6 +57,13 @@ class ToyFigure(CanvasFigure):
         super().__init__(scores=[float(x) for x in scores], scale=bool(scale),
                          v=f64_bytes(self._v), d_k=int(d_k))
 
+    @traitlets.validate("scores")
+    def _valid_scores(self, proposal):
+        x = proposal["value"]
+        if len(x) != self._v.shape[0] or not np.all(np.isfinite(x)):
+            raise traitlets.TraitError(f"scores must be {self._v.shape[0]} finite numbers, got {x!r}")
+        return x
+
     @property
     def steps(self):
         """``toy_steps`` of the scores and scaling on screen (the math core)."""

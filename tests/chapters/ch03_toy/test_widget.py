@@ -35,3 +35,13 @@ def test_browser_weights_equal_toy_steps(scores, scale):
       const scaled = {scores}.map((x) => x * ({str(scale).lower()} ? 1 / Math.sqrt(2) : 1));
       return Array.from(softmaxRows(Float64Array.from(scaled), 1, 3, 1));""")
     np.testing.assert_allclose(got, toy_steps(scores, scale=scale).weights, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("scores", [[1.0, float("nan"), 2.0], [1.0, 2.0], [float("inf"), 0.0, 0.0]])
+def test_bad_scores_from_python_are_refused_and_the_table_stays(scores):
+    import traitlets
+    w = toy_widget()
+    with pytest.raises(traitlets.TraitError, match="scores"):
+        w.scores = scores
+    assert w.scores == [2.0, 5.0, 1.0]
+    np.testing.assert_allclose(w.steps.weights, toy_steps([2.0, 5.0, 1.0]).weights)

@@ -1,4 +1,5 @@
-"""Chapter 2 exercises: write the projections, a rival longer than the token itself, count a head's blind directions.
+"""Chapter 2 exercises: attention straight from X, who prefers itself, a rival longer than the token itself,
+a head's blind directions.
 
 Each ``check_*`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``): right or
 wrong with a hint that never gives the answer away; ``None`` means "no answer yet".
@@ -8,69 +9,137 @@ from __future__ import annotations
 
 import numpy as np
 
+from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.projections import qkv_projections
-from qkv_viz.chapters.feedback import Feedback, check_close, check_exact, check_function, no_answer
+from qkv_viz.chapters.feedback import Feedback, check_close, check_exact, check_function
 
-NAMES = ("Q", "K", "V")
-RIVAL_X1, RIVAL_ANGLE_DEG = np.array([3.0, 4.0]), 60.0   # exercise 2: token 1, and the angle to token 2
-RANK_D_MODEL, RANK_D_K = 512, 64   # exercise 3's head: d_model = 512, d_k = 64
+RIVAL_X1, RIVAL_ANGLE_DEG = np.array([3.0, 4.0]), 60.0   # exercise 3: token 0, and the angle to token 1
+RANK_D_MODEL, RANK_D_K = 512, 64   # exercise 4's head: d_model = 512, d_k = 64
 
 
-def projection_cases(seed=None, n_cases: int = 5) -> list:
-    """Fresh random (X, W_q, W_k, W_v): X (T, d_model), W_q/W_k (d_model, d_k), W_v (d_model, d_v).
+# ---------------------------------------------------------------- exercise 1: attention straight from X
+def reference_attend(X, W_q, W_k, W_v):
+    """softmax((X W_q)(X W_k)^T / sqrt(d_k)) (X W_v), batch by batch: (output (B, T, d_v), weights (B, T, T))."""
+    Q, K, V = qkv_projections(X, W_q, W_k, W_v)  # (B, T, d_model) @ (d_model, d) -> (B, T, d)
+    return scaled_dot_product_attention(Q, K, V)
 
-    Half the cases have d_v == d_k (so swapped outputs keep their shapes and can be
-    named), half have d_v != d_k. ``seed=None`` draws new cases on every call.
-    """
+
+def attend_cases(seed=None, n_cases: int = 5) -> list:
+    """Fresh ``(X (B, T, d_model), W_q, W_k (d_model, d_k), W_v (d_model, d_v))``: B 1..3, d_v != d_k,
+    d_k >= 2 (so a missing 1/sqrt(d_k) shows), and one case whose scores reach about 1500."""
     rng = np.random.default_rng(seed)
     cases = []
     for i in range(n_cases):
-        T, d_model, d_k = (int(rng.integers(2, 7)), int(rng.integers(3, 9)), int(rng.integers(2, 6)))
-        d_v = d_k if i % 2 == 0 else d_k + int(rng.integers(1, 3))
-        cases.append((rng.standard_normal((T, d_model)),
-                      rng.standard_normal((d_model, d_k)), rng.standard_normal((d_model, d_k)),
-                      rng.standard_normal((d_model, d_v))))
+        B, T, d_model = int(rng.integers(1, 4)), int(rng.integers(2, 6)), int(rng.integers(3, 8))
+        d_k = int(rng.integers(2, 5))
+        d_v = d_k + int(rng.integers(1, 3))
+        X = rng.standard_normal((B, T, d_model))
+        W_q, W_k = rng.standard_normal((d_model, d_k)), rng.standard_normal((d_model, d_k))
+        W_v = rng.standard_normal((d_model, d_v))
+        if i == n_cases - 1:  # huge scores: exp without the shift overflows
+            W_q, W_k = 20.0 * W_q, 20.0 * W_k
+        cases.append((X, W_q, W_k, W_v))
     return cases
 
 
-def _diagnose_projection(gots, wants, case) -> str | None:
-    """Name the mix-up when one of the reader's outputs equals another expected one."""
-    gots = [np.asarray(g, dtype=float) for g in gots]
-    for i, g in enumerate(gots):
-        if np.allclose(g, wants[i]):
-            continue
-        for j, w in enumerate(wants):
-            if j != i and g.shape == w.shape and np.allclose(g, w):
-                return (f"your {NAMES[i]} equals X @ W_{NAMES[j].lower()}: return the three in the "
-                        f"order Q, K, V, each from its own matrix.")
-        X = case[0]
-        if g.shape == X.shape and np.allclose(g, X):
-            return f"your {NAMES[i]} is X itself: it should be X projected by W_{NAMES[i].lower()}."
+def _softmax(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _diagnose_attend(got, want, case):
+    """A sentence naming the mistake, or None to let the generic comparison speak."""
+    X, W_q, W_k, W_v = case
+    out, w = got
+    if not np.all(np.isfinite(w)) or not np.all(np.isfinite(out)):
+        return ("your result contains NaN or inf: one case has scores near 1500, and exp overflows "
+                "above about 709. Subtract each row's largest score before exp.")
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v
+    s = Q @ K.swapaxes(-1, -2)  # (B, T, d_k) @ (B, d_k, T) -> (B, T, T)
+    if np.allclose(w, _softmax(s), atol=1e-6):
+        return "your weights are softmax(Q K^T) without the 1/sqrt(d_k): divide the scores by sqrt(d_k)."
+    if np.allclose(w, _softmax(s.swapaxes(-1, -2) / np.sqrt(W_k.shape[1])), atol=1e-6):
+        return ("your weights are transposed: row i must be token i's query against every key, "
+                "Q @ K.swapaxes(-1, -2), not K @ Q.swapaxes(-1, -2).")
+    if np.allclose(w, want[1], atol=1e-6):
+        if np.allclose(out, w @ X, atol=1e-6):
+            return "you mixed X itself: mix the values, V = X @ W_v."
+        if np.allclose(out, w @ Q, atol=1e-6):
+            return "you mixed the queries: the weights multiply the values V = X @ W_v."
+        return "your weights are right but the output is not: output = weights @ V."
+    if not np.allclose(w.sum(axis=-1), 1.0, atol=1e-6):
+        return "the rows of your weights do not sum to 1: softmax along the last axis (the keys)."
     return None
 
 
-def check_project(fn, seed=None) -> Feedback:
-    """Exercise 1: ``fn(X, W_q, W_k, W_v) -> (Q, K, V)``, run on fresh random cases."""
-    return check_function(fn, qkv_projections, projection_cases(seed), name="project",
-                           diagnose=_diagnose_projection,
-                           praise="Your project(X, W_q, W_k, W_v) gives the package's Q, K and V "
-                                  "on every random case.")
+def check_attend(fn, seed=None) -> Feedback:
+    """Exercise 1: ``fn(X, W_q, W_k, W_v) -> (output, weights)`` for X of shape (B, T, d_model)."""
+    return check_function(fn, reference_attend, attend_cases(seed), name="attend", diagnose=_diagnose_attend,
+                          returns=("output", "weights"), atol=1e-8,
+                          praise="Projections, scores, softmax and the mix of values, for a whole batch: "
+                                 "one self-attention head, written by you.")
+
+
+# ---------------------------------------------------------------- exercise 2: who prefers itself?
+def reference_self_preference(X, W_q, W_k):
+    """The fraction of tokens whose largest score q_i . k_j is their own (j = i); X (T, d_model)."""
+    scores = (X @ W_q) @ (X @ W_k).T  # (T, d_k) @ (d_k, T) -> (T, T)
+    return float(np.mean(scores.argmax(axis=1) == np.arange(X.shape[0])))
+
+
+def self_preference_cases(seed=None, n_cases: int = 6) -> list:
+    """Fresh ``(X (T, d_model), W_q, W_k)``; the first two cases have W_q = W_k = I (no projection)."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for i in range(n_cases):
+        T, d_model = int(rng.integers(4, 9)), int(rng.integers(3, 7))
+        X = rng.standard_normal((T, d_model))
+        X = X / np.linalg.norm(X, axis=1, keepdims=True)  # equal lengths, as after LayerNorm
+        if i < 2:
+            W_q = W_k = np.eye(d_model)
+        else:
+            d_k = int(rng.integers(2, d_model + 1))
+            W_q, W_k = rng.standard_normal((d_model, d_k)), rng.standard_normal((d_model, d_k))
+        cases.append((X, W_q, W_k))
+    return cases
+
+
+def _diagnose_self_preference(got, want, case):
+    X, W_q, W_k = case
+    g = float(np.ravel(got)[0])
+    T = X.shape[0]
+    if g > 1 or g < 0:
+        return f"a fraction lies between 0 and 1; you returned {g:.4g}. Divide the count by T = {T}."
+    scores = (X @ W_q) @ (X @ W_k).T
+    if np.isclose(g, np.mean(scores.argmax(axis=0) == np.arange(T))):
+        return ("you took the best query for each key (argmax over axis 0); the question is each token's "
+                "best key: argmax along each row, axis 1.")
+    return (f"on this case {round(want * T)} of the {T} tokens score their own key highest. Compute "
+            "the (T, T) scores (X W_q)(X W_k)^T, take each row's argmax and compare it with the row's index.")
+
+
+def check_self_preference(fn, seed=None) -> Feedback:
+    """Exercise 2: ``fn(X, W_q, W_k) -> fraction`` of tokens whose best key is their own."""
+    return check_function(fn, reference_self_preference, self_preference_cases(seed), name="self_preference",
+                          diagnose=_diagnose_self_preference, atol=1e-9,
+                          praise="Without projections every token prefers itself (fraction 1); two random "
+                                 "matrices mostly break that.")
 
 
 def check_rival_length(answer) -> Feedback:
-    """Exercise 2: no projections, token 1 is x1 = (3, 4); a token x2 points RIVAL_ANGLE_DEG
-    away from it. The smallest length |x2| above which x1 . x2 > x1 . x1."""
+    """Exercise 3: no projections, token 0 is x0 = (3, 4); a token x1 points RIVAL_ANGLE_DEG
+    away from it. The smallest length |x1| above which x0 . x1 > x0 . x0."""
     norm_x1 = float(np.linalg.norm(RIVAL_X1))
     expected = norm_x1 / np.cos(np.deg2rad(RIVAL_ANGLE_DEG))  # |x1| |x2| cos(angle) = |x1|^2
     return check_close(answer, expected,
-                       hint="write both scores with lengths and the angle: x1 . x2 = |x1| |x2| cos(angle), "
-                            "x1 . x1 = |x1|^2. Where are they equal?",
-                       praise="Longer than that, and token 1 prefers x2 to itself. After LayerNorm every "
+                       hint="write both scores with lengths and the angle: x0 . x1 = |x0| |x1| cos(angle), "
+                            "x0 . x0 = |x0|^2. Where are they equal?",
+                       praise="Longer than that, and token 0 prefers x1 to itself. After LayerNorm every "
                               "token has the same length, so cos(angle) <= 1 rules this out (Cauchy-Schwarz).")
 
 
 def check_blind_directions(answer) -> Feedback:
-    """Exercise 3: for d_model = 512, d_k = 64, the least number of independent directions x with
+    """Exercise 4: for d_model = 512, d_k = 64, the least number of independent directions x with
     x W_q W_k^T = 0 (directions the head's scores cannot see): d_model minus the largest rank."""
     return check_exact(answer, RANK_D_MODEL - RANK_D_K,
                        hint="W_q W_k^T is (d_model, d_k) @ (d_k, d_model): every score goes through "

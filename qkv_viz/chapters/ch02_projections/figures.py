@@ -38,7 +38,7 @@ def _vector_row(ax, values, x0: float, y0: float, color, decimals: int = 2):
     return artists
 
 
-def plot_token_to_qkv(x, W_q, W_k, W_v, ax=None, token: str = "token 1", decimals: int = 2):
+def plot_token_to_qkv(x, W_q, W_k, W_v, ax=None, token: str = "token 0", decimals: int = 2):
     """One token x (d_model,) becoming q = x W_q, k = x W_k (d_k,) and v = x W_v (d_v,).
 
     The token is a row of d_model cells on top; three arrows labelled with the
@@ -56,7 +56,7 @@ def plot_token_to_qkv(x, W_q, W_k, W_v, ax=None, token: str = "token 1", decimal
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(1.0, 0.36))
     gap = 1.5
-    widths = [v.size for v in vectors.values()]
+    widths = [max(v.size, 4) for v in vectors.values()]  # a slot per vector, wide enough for its labels
     total = sum(widths) + gap * (len(widths) - 1)
     x_left = (total - x.size) / 2
     top, bottom = 3.2, 0.0
@@ -64,10 +64,10 @@ def plot_token_to_qkv(x, W_q, W_k, W_v, ax=None, token: str = "token 1", decimal
     artists.append(ax.text(x_left - 0.3, top + 0.5, f"x ({token})", ha="right", va="center",
                            fontsize=style.FONT_PT))
     left = 0.0
-    for (role, vec), W in zip(vectors.items(), mats.values()):
+    for (role, vec), W, slot in zip(vectors.items(), mats.values(), widths):
         color = ROLE_COLORS[role]
-        artists += _vector_row(ax, vec, left, bottom, color, decimals)
-        centre = left + vec.size / 2
+        centre = left + slot / 2
+        artists += _vector_row(ax, vec, centre - vec.size / 2, bottom, color, decimals)
         artists.append(ax.add_patch(FancyArrowPatch(
             (x_left + x.size / 2, top), (centre, bottom + 1.05), arrowstyle="-|>",
             mutation_scale=12, color=color, lw=1.5)))
@@ -77,7 +77,7 @@ def plot_token_to_qkv(x, W_q, W_k, W_v, ax=None, token: str = "token 1", decimal
                                bbox=dict(facecolor="white", edgecolor="none", pad=1)))
         artists.append(ax.text(centre, bottom - 0.35, f"{role} = x @ W_{role}\n{ROLE_WORDS[role]}",
                                ha="center", va="top", color=color, fontsize=style.FONT_PT))
-        left += vec.size + gap
+        left += slot + gap
     ax.set(xlim=(min(-0.2, x_left - 2.6), total + 0.2), ylim=(-1.9, top + 1.2), aspect="equal")
     ax.axis("off")
     return artists
@@ -112,7 +112,7 @@ def plot_query_geometry(X, W_q=None, W_k=None, query: int = 0, ax=None, tokens=N
     T = X.shape[0]
     if not 0 <= query < T:
         raise ValueError(f"query must be in 0..{T - 1}, got {query}")
-    tokens = [f"token {j + 1}" for j in range(T)] if tokens is None else [str(t) for t in tokens]
+    tokens = [f"token {j}" for j in range(T)] if tokens is None else [str(t) for t in tokens]
     if len(tokens) != T:
         raise ValueError(f"tokens has {len(tokens)} labels but X has {T} rows")
     K = X @ W_k             # (T, 2) @ (2, 2) -> (T, 2)
@@ -124,7 +124,7 @@ def plot_query_geometry(X, W_q=None, W_k=None, query: int = 0, ax=None, tokens=N
     for j, (k, s) in enumerate(zip(K, scores)):
         artists.append(ax.annotate("", k, (0, 0), arrowprops=dict(
             arrowstyle="-|>", color=style.KEY_COLOR, lw=1.6)))
-        artists.append(_beyond_tip(ax, k, f"k {j + 1}: q.k = {s:.2f}", style.KEY_COLOR,
+        artists.append(_beyond_tip(ax, k, f"k {j}: q.k = {s:.2f}", style.KEY_COLOR,
                                    bold=j == best))
     artists.append(ax.annotate("", q, (0, 0), arrowprops=dict(
         arrowstyle="-|>", color=style.QUERY_COLOR, lw=3, alpha=0.85)))

@@ -4,21 +4,32 @@ Try the exercises first; each answer below says why it is right.
 """
 from __future__ import annotations
 
-
-# Exercise 1: three matrix products, one per role.
-def project(X, W_q, W_k, W_v):
-    """X (T, d_model), W_q/W_k (d_model, d_k), W_v (d_model, d_v) -> Q, K (T, d_k), V (T, d_v)."""
-    Q = X @ W_q  # (T, d_model) @ (d_model, d_k) -> (T, d_k)
-    K = X @ W_k  # (T, d_model) @ (d_model, d_k) -> (T, d_k)
-    V = X @ W_v  # (T, d_model) @ (d_model, d_v) -> (T, d_v)
-    return Q, K, V
+import numpy as np
 
 
-# Exercise 2: x1 . x2 = |x1| |x2| cos(60 deg) = 5 * |x2| / 2 beats x1 . x1 = |x1|^2 = 25
-# as soon as |x2| > 10. Equal lengths (LayerNorm) make this impossible, since cos <= 1.
+# Exercise 1: the page's projections, then chapter 1's matrix lines with 1/sqrt(d_k), for a batch.
+def attend(X, W_q, W_k, W_v):
+    """X (B, T, d_model), W_q/W_k (d_model, d_k), W_v (d_model, d_v)
+    -> (output (B, T, d_v), weights (B, T, T))."""
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v                      # (B, T, d_model) @ (d_model, d) -> (B, T, d)
+    scores = Q @ K.swapaxes(-1, -2) / np.sqrt(W_k.shape[1])  # (B, T, d_k) @ (B, d_k, T) -> (B, T, T)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))  # each row's largest exponent is 0
+    weights = e / e.sum(axis=-1, keepdims=True)              # each row sums to 1
+    return weights @ V, weights                              # (B, T, T) @ (B, T, d_v) -> (B, T, d_v)
+
+
+# Exercise 2: each row's best key, compared with the row's own index.
+def self_preference(X, W_q, W_k):
+    """X (T, d_model), W_q/W_k (d_model, d_k) -> the fraction of tokens whose best key is their own."""
+    scores = (X @ W_q) @ (X @ W_k).T                         # (T, d_k) @ (d_k, T) -> (T, T)
+    return float(np.mean(scores.argmax(axis=1) == np.arange(len(X))))
+
+
+# Exercise 3: x0 . x1 = |x0| |x1| cos(60 deg) = 5 * |x1| / 2 beats x0 . x0 = |x0|^2 = 25
+# as soon as |x1| > 10. Equal lengths (LayerNorm) make this impossible, since cos <= 1.
 RIVAL_LENGTH = 10.0
 
-# Exercise 3: W_q W_k^T = (512, 64) @ (64, 512). A product can have no larger rank than
+# Exercise 4: W_q W_k^T = (512, 64) @ (64, 512). A product can have no larger rank than
 # its narrowest factor, 64 (random matrices reach it), so at least 512 - 64 directions
 # are sent to zero: the head's scores cannot see them.
 BLIND_DIRECTIONS = 448

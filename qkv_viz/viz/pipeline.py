@@ -19,6 +19,7 @@ from __future__ import annotations
 import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from qkv_viz.core.attention import causal_mask, masked_softmax
@@ -319,7 +320,10 @@ def _emphasise(canvas, key):
             for a in artists:
                 a.set_alpha(_DIM)
     for a in list(canvas.artists[key]):
-        if isinstance(a, FancyArrowPatch):
+        if isinstance(a, Line2D):  # the input's bus
+            a.set_linewidth(2.2)
+            a.set_color(_HIGHLIGHT_EDGE)
+        elif isinstance(a, FancyArrowPatch):
             a.set_linewidth(2.2)
             a.set_color(_HIGHLIGHT_EDGE)
         elif a.get_gid() == "frame":

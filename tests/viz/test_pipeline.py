@@ -123,3 +123,10 @@ def test_scores_names_the_matrix_softmax_receives(masked):
     named = lambda stage: any(t.startswith("scores") for t in _texts(arts, stage))  # noqa: E731
     assert named("mask") if masked else named("scale")
     assert not named("scale") if masked else not named("mask")
+
+
+def test_highlighting_the_projections_colours_the_inputs_bus_too():
+    from matplotlib.lines import Line2D
+    arts = plot_pipeline(highlight="projections")
+    bus = [a for a in arts["projections"] if isinstance(a, Line2D)]
+    assert len(bus) == 2 and all(matplotlib.colors.to_hex(a.get_color()) == "#e69f00" for a in bus)

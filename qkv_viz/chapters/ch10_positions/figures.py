@@ -73,6 +73,8 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
             arts.append(ax.annotate(f"{name} at {pos:g}", tuple(vec), xytext=(4, 4), textcoords="offset points",
                                     color=colour, fontsize=style.FONT_PT, fontweight="bold"))
     theta = rope_frequencies(d_k, base)[pair]
+    arts.append(ax.text(0.02, 0.02, "dashed: at position 0", transform=ax.transAxes, color="#555",
+                        fontsize=style.ANNOTATION_PT))
     ax.set(xlim=(-r, r), ylim=(-r, r), aspect="equal", xticks=[], yticks=[],
            xlabel=f"coordinate {a}", ylabel=f"coordinate {b}")
     arts.append(ax.set_title(f"pair {pair} (θ = {theta:.3g} rad per position)\n"

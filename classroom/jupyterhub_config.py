@@ -4,9 +4,9 @@ One machine, one hub, one JupyterLab per student, all in the book's environment.
 Every setting a teacher may change is an environment variable (defaults in
 brackets); the README's "Teaching a class" section says which to set where.
 
-QKV_HUB_SPAWNER   [systemd] ``systemd``: jupyterhub-systemdspawner, each student's server
-                  in its own systemd unit, memory and CPU limits enforced by cgroups (needs
-                  root and systemd). ``local``: this file's ``BookLocalSpawner``, servers as
+QKV_HUB_SPAWNER   [systemd] ``systemd``: jupyterhub-systemdspawner (the ``classroom`` extra
+                  installs it), each student's server in its own systemd unit, memory and CPU
+                  limits enforced by cgroups (needs root and systemd). ``local``: this file's ``BookLocalSpawner``, servers as
                   plain processes of the hub's user, each process limited to QKV_HUB_MEM_LIMIT
                   of address space (no aggregate limit, no isolation between students: for
                   a trusted class or for tests).

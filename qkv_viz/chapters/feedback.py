@@ -47,7 +47,7 @@ RETURNS_NONE = ("No answer yet: your function still returns None. Replace `retur
                 "(and end it with `return`), then run the cell again.")
 NOT_IMPLEMENTED = ("No answer yet: write your code in place of `raise NotImplementedError`, "
                    "then run the cell again.")
-TIME_LIMIT = 5.0  # seconds of the reader's code per checker (all cases together)
+TIME_LIMIT = 10.0  # seconds of the reader's code per checker (all cases together)
 
 # Tolerances per precision of the reader's answer: (relative, absolute relative to the largest
 # expected entry). float64 keeps the caller's ``atol`` (default 1e-8) with 1e-6 relative.
@@ -342,9 +342,11 @@ def check_function(fn, reference: Callable, cases: Iterable[tuple], *, name: str
             with time_limit(budget):
                 got = fn(*args)
         except TimeLimitExceeded:
-            return Feedback(False, f"On {where}, {name} was still running after {time_limit_s:g} s and "
-                                   f"was stopped. Is there a loop that never ends, or a loop over "
-                                   f"every entry where one array operation would do?")
+            return Feedback(False, f"On {where}, {name} was still running after {time_limit_s:g} s (the "
+                                   f"time this checker gives it for all its cases) and was stopped. Is "
+                                   f"there a loop that never ends, or a loop over every entry where one "
+                                   f"array operation would do? (If it only imported a library for the "
+                                   f"first time, run the cell again.)")
         except NotImplementedError:
             return Feedback(False, NOT_IMPLEMENTED, pending=True)
         except Exception as exc:  # the reader's code: any error is feedback, not a crash

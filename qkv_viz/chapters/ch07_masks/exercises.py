@@ -1,5 +1,5 @@
-"""Chapter 7 exercises: batched cross-attention with padded keys, a decoder's combined
-causal-and-padding mask, and two questions (a causal mask's size, torch's key_padding_mask).
+"""Chapter 7 exercises: a NaN-free masked softmax for whole batches, batched cross-attention
+with padded keys, a decoder's combined causal-and-padding mask, and torch's key_padding_mask.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never the
 answer. ``None`` is "no answer yet".
@@ -11,11 +11,60 @@ import numpy as np
 from qkv_viz.chapters.feedback import Feedback, check_exact, check_function, no_answer
 from qkv_viz.core.attention import causal_mask, masked_softmax, padding_mask
 
-CAUSAL_T = 9                       # exercise 3
 PAD_LENGTHS, PAD_S = (3, 5), 5     # exercise 4
 
 
-# ---------------------------------------------------------------- exercise 1: batched cross-attention
+# ---------------------------------------------------------------- exercise 1: the masked softmax
+def masked_softmax_cases(seed=None) -> list:
+    """(scores, mask) pairs: a (T, S) map with one fully hidden row, a batch (B, T, S) with a
+    (B, 1, S) padding mask and an empty sentence, and a map whose second row lies far below the
+    first (scores near 800 and near 0: subtracting the global max underflows that row to 0/0)."""
+    rng = np.random.default_rng(seed)
+    m1 = rng.random((4, 5)) < 0.7
+    m1[:, 0] = True
+    m1[2] = False                                            # query 2 may look at nothing
+    m2 = (np.arange(6)[None, :] < np.array([6, 3, 0])[:, None])[:, None, :]   # (3, 1, 6); sentence 2 empty
+    far = np.array([[800.0, 799.0, 798.0], [0.0, 1.0, 2.0]]) + 0.1 * rng.normal(size=(2, 3))
+    m3 = np.array([[True, True, False], [True, True, True]])
+    return [(rng.normal(size=(4, 5)), m1), (3 * rng.normal(size=(3, 4, 6)), m2), (far, m3)]
+
+
+def _diagnose_masked_softmax(got, want, case):
+    scores, mask = case
+    mask = np.broadcast_to(mask, scores.shape)
+    empty = ~mask.any(axis=-1)                               # rows with no allowed key
+    live = ~empty
+    if np.any(np.abs(got[~mask & live[..., None]]) > 1e-12):
+        return ("a hidden key got weight; every hidden key must get exactly 0 (a hidden score of 0 is "
+                "an ordinary score: e^0 = 1).")
+    if np.any(empty) and not np.all(np.isfinite(got[empty])):
+        return ("a row whose keys are all hidden gives NaN (0/0): exp(-inf - (-inf)). "
+                "Subtract the row max only where the row has an allowed key, and divide only where "
+                "the sum is positive; such a row gets all zeros.")
+    if np.any(empty) and np.allclose(got[empty], 1.0 / scores.shape[-1]):
+        return ("a fully hidden row got uniform weights: that is what -1e9 in place of -inf gives. "
+                "This book gives such a row all zeros.")
+    sums = got.sum(axis=-1)
+    if np.any(live & (np.abs(sums) < 1e-12)) or not np.all(np.isfinite(got)):
+        return ("a row with allowed keys came out all zero (or NaN): its scores lie far below the largest "
+                "score of the whole array, so exp underflows. Subtract each row's own max "
+                "(axis=-1, keepdims=True), not one max for everything.")
+    if not np.allclose(sums[live], 1.0):
+        return "the rows with an allowed key must sum to 1: normalise over the keys (the last axis)."
+    return None
+
+
+def check_masked_softmax(fn, seed=None) -> Feedback:
+    """Exercise 1: ``fn(scores, mask)`` -> weights of scores' shape; mask (True = may look)
+    broadcasts to scores; hidden keys get 0, a fully hidden row all zeros, never NaN."""
+    with np.errstate(all="ignore"):
+        return check_function(fn, masked_softmax, masked_softmax_cases(seed), name="your masked_softmax",
+                              diagnose=_diagnose_masked_softmax, atol=1e-10,
+                              praise="Hidden keys get 0, empty rows zeros, far-apart rows stay finite: "
+                                     "the book's masked softmax.")
+
+
+# ---------------------------------------------------------------- exercise 2: batched cross-attention
 def cross_attention_reference(y, x, W_q, W_k, W_v, lengths):
     """y (B, T, d_model), x (B, S, d_model), lengths (B,) -> output (B, T, d_v), weights (B, T, S).
 
@@ -52,7 +101,8 @@ def _diagnose_cross(got, want, case):
     for b in range(B):
         if lengths[b] == 0 and not np.all(np.isfinite(w[b])):
             return (f"sentence {b} has length 0, so every key is padding and your weights there are NaN "
-                    f"(0/0). The book's convention is all-zero weights; masked_softmax does it.")
+                    f"(0/0). The book's convention is all-zero weights: use your masked_softmax "
+                    f"from exercise 1.")
     if not np.all(np.isfinite(w)):
         return "your weights contain NaN or inf in sentences that do have real tokens."
     leak = ~real & (np.abs(w) > 1e-12)
@@ -78,14 +128,14 @@ def _diagnose_cross(got, want, case):
 
 
 def check_cross_attention(fn, seed=None) -> Feedback:
-    """Exercise 1: ``fn(y, x, W_q, W_k, W_v, lengths)`` -> ``(output, weights)``, batched
+    """Exercise 2: ``fn(y, x, W_q, W_k, W_v, lengths)`` -> ``(output, weights)``, batched
     cross-attention with the padded keys of each sentence hidden."""
     return check_function(fn, cross_attention_reference, cross_attention_cases(seed), name="your cross_attention",
                           diagnose=_diagnose_cross, atol=1e-8,
                           praise="Queries from y, keys and values from x, padding hidden: batched cross-attention.")
 
 
-# ---------------------------------------------------------------- exercise 2: causal & padding
+# ---------------------------------------------------------------- exercise 3: causal & padding
 def decoder_mask_reference(lengths, T):
     """(B, T, T) bool: query i may look at key j when j <= i and j < lengths[b]."""
     return causal_mask(T)[None] & padding_mask(np.asarray(lengths), T)   # (1, T, T) & (B, 1, T)
@@ -120,19 +170,13 @@ def _diagnose_decoder_mask(got, want, case):
 
 
 def check_decoder_mask(fn, seed=None) -> Feedback:
-    """Exercise 2: ``fn(lengths, T)`` -> (B, T, T) bool, causal AND real key."""
+    """Exercise 3: ``fn(lengths, T)`` -> (B, T, T) bool, causal AND real key."""
     return check_function(fn, decoder_mask_reference, decoder_mask_cases(seed), name="your decoder_mask",
                           diagnose=_diagnose_decoder_mask, atol=0,
                           praise="Causal and padding in one mask: what a decoder's self-attention uses.")
 
 
-# ---------------------------------------------------------------- exercises 3-4
-def check_causal_allowed(answer) -> Feedback:
-    """Exercise 3: how many (query, key) pairs may attend under a causal mask over 9 tokens?"""
-    return check_exact(answer, int(causal_mask(CAUSAL_T).sum()),
-                       hint="query i sees keys 0..i; add up how many keys each of the 9 rows sees.")
-
-
+# ---------------------------------------------------------------- exercise 4
 def check_key_padding_mask(answer) -> Feedback:
     """Exercise 4: the boolean ``key_padding_mask`` that ``nn.MultiheadAttention`` needs for a
     batch of two sentences of lengths 3 and 5, padded to S = 5."""

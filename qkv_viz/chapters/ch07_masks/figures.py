@@ -29,3 +29,52 @@ def hatch_masked(ax, mask):
     return [ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=HATCH,
                                        edgecolor=HATCH_COLOR, lw=0))
             for i, j in np.argwhere(~mask)]
+
+
+# (x, y, label, facecolor key) of each block in the encoder-decoder sketch; x, y = lower-left corner
+_BOX_W, _BOX_H = 2.6, 0.8
+_BLOCKS = {
+    "enc_in": (0.0, 0.0, "English words", None),
+    "enc_self": (0.0, 1.3, "self-attention\n(no mask)", "KEY_COLOR"),
+    "enc_out": (0.0, 2.6, "encoder output X", None),
+    "dec_in": (4.0, 0.0, "French words so far", None),
+    "dec_self": (4.0, 1.3, "causal self-attention\n(French reads earlier French)", "QUERY_COLOR"),
+    "dec_cross": (4.0, 2.6, "cross-attention\n(Q from French, K, V from X)", "VALUE_COLOR"),
+    "dec_out": (4.0, 3.9, "next French word", None),
+}
+_ARROWS = [("enc_in", "enc_self"), ("enc_self", "enc_out"), ("dec_in", "dec_self"),
+           ("dec_self", "dec_cross"), ("dec_cross", "dec_out")]
+
+
+def plot_encoder_decoder(ax=None):
+    """A sketch of an encoder-decoder Transformer: where cross-attention and causal
+    self-attention sit. Returns the dict of block patches (name -> FancyBboxPatch)."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    from qkv_viz.viz import style
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(0.8, 0.45))
+    patches = {}
+    for name, (x, y, label, colour) in _BLOCKS.items():
+        face = "white" if colour is None else getattr(style, colour)
+        patch = FancyBboxPatch((x, y), _BOX_W, _BOX_H, boxstyle="round,pad=0.05", facecolor=face,
+                               edgecolor="0.3", alpha=1.0 if colour is None else 0.35)
+        patches[name] = ax.add_patch(patch)
+        ax.text(x + _BOX_W / 2, y + _BOX_H / 2, label, ha="center", va="center", fontsize=style.ANNOTATION_PT)
+
+    def centre(name, side):
+        x, y, _, _ = _BLOCKS[name]
+        return {"top": (x + _BOX_W / 2, y + _BOX_H + 0.05), "bottom": (x + _BOX_W / 2, y - 0.05),
+                "right": (x + _BOX_W + 0.05, y + _BOX_H / 2), "left": (x - 0.05, y + _BOX_H / 2)}[side]
+
+    for a, b in _ARROWS:
+        ax.add_patch(FancyArrowPatch(centre(a, "top"), centre(b, "bottom"), arrowstyle="-|>", mutation_scale=10))
+    ax.add_patch(FancyArrowPatch(centre("enc_out", "right"), centre("dec_cross", "left"), arrowstyle="-|>",
+                                 mutation_scale=10, lw=1.5, label="K, V"))
+    ax.text(3.3, 3.15, "K, V", ha="center", fontsize=style.ANNOTATION_PT)
+    ax.text(_BOX_W / 2, 4.1, "encoder (reads)", ha="center", fontweight="bold")
+    ax.text(4.0 + _BOX_W / 2, 5.0, "decoder (writes)", ha="center", fontweight="bold")
+    ax.set_xlim(-0.3, 6.9); ax.set_ylim(-0.3, 5.3)
+    ax.set_axis_off()
+    return patches

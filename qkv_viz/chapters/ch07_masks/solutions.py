@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 
-def _masked_softmax(scores, mask):
-    """softmax over the last axis where mask is True; 0 on hidden keys; a fully hidden row -> zeros."""
-    filled = np.where(mask, scores, -np.inf)                       # hidden keys -> -inf
+def masked_softmax(scores, mask):
+    """Exercise 1. softmax over the last axis where mask is True; 0 on hidden keys; a fully
+    hidden row -> zeros. scores (..., T, S), mask broadcasting to it."""
+    filled = np.where(mask, scores, -np.inf)                       # (..., T, S): hidden keys -> -inf
     row_max = filled.max(axis=-1, keepdims=True)                   # (..., 1); -inf for a fully hidden row
     e = np.exp(filled - np.where(np.isfinite(row_max), row_max, 0.0))   # exp(-inf) = 0
     total = e.sum(axis=-1, keepdims=True)                          # (..., 1); 0 for a fully hidden row
@@ -17,27 +18,22 @@ def _masked_softmax(scores, mask):
 
 
 def cross_attention(y, x, W_q, W_k, W_v, lengths):
-    """Exercise 1. y (B, T, d_model), x (B, S, d_model), lengths (B,) -> (B, T, d_v), (B, T, S)."""
+    """Exercise 2. y (B, T, d_model), x (B, S, d_model), lengths (B,) -> (B, T, d_v), (B, T, S)."""
     q = y @ W_q                                                    # (B, T, d_model) @ (d_model, d_k) -> (B, T, d_k)
     k = x @ W_k                                                    # (B, S, d_model) @ (d_model, d_k) -> (B, S, d_k)
     v = x @ W_v                                                    # (B, S, d_model) @ (d_model, d_v) -> (B, S, d_v)
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])     # (B, T, d_k) @ (B, d_k, S) -> (B, T, S)
     S = x.shape[1]
     real = np.arange(S)[None, :] < np.asarray(lengths)[:, None]    # (1, S) < (B, 1) -> (B, S)
-    weights = _masked_softmax(scores, real[:, None, :])            # mask (B, 1, S) broadcasts over queries
+    weights = masked_softmax(scores, real[:, None, :])            # mask (B, 1, S) broadcasts over queries
     return weights @ v, weights                                    # (B, T, S) @ (B, S, d_v) -> (B, T, d_v)
 
 
 def decoder_mask(lengths, T):
-    """Exercise 2. lengths (B,) -> (B, T, T): key j <= query i, and key j a real token."""
+    """Exercise 3. lengths (B,) -> (B, T, T): key j <= query i, and key j a real token."""
     causal = np.tril(np.ones((T, T), dtype=bool))                  # (T, T) lower triangle
     real = np.arange(T)[None, :] < np.asarray(lengths)[:, None]    # (B, T): real keys
     return causal[None, :, :] & real[:, None, :]                   # (1, T, T) & (B, 1, T) -> (B, T, T)
-
-
-def causal_allowed():
-    """Exercise 3. Row i sees i + 1 keys: 1 + 2 + ... + 9 = 9 * 10 / 2."""
-    return 9 * 10 // 2
 
 
 def key_padding_mask():

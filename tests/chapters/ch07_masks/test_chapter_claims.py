@@ -31,6 +31,17 @@ def test_a_masked_row_is_the_unmasked_row_cut_and_renormalised():
     kept = np.where(causal_mask(6), full, 0)
     np.testing.assert_allclose(cut, kept / kept.sum(-1, keepdims=True))
     assert cut[0, 0] == 1.0
+    assert np.all(cut[~causal_mask(6)] == 0)                         # nothing from the future, exactly
+
+
+def test_only_v_gets_nan_gradients_from_a_fully_masked_row():
+    rng = np.random.default_rng(0)
+    q, k, v = (torch.tensor(rng.normal(size=s), requires_grad=True) for s in [(4, 3), (6, 3), (6, 2)])
+    allowed = torch.ones(4, 6, dtype=torch.bool); allowed[2] = False
+    w = torch.softmax((q @ k.T).masked_fill(~allowed, float("-inf")), dim=-1)
+    (w @ v).sum().backward()
+    assert torch.isnan(v.grad).all()
+    assert not torch.isnan(q.grad).any() and not torch.isnan(k.grad).any()
 
 
 def test_key_padding_mask_true_means_padding(data):

@@ -11,32 +11,76 @@ from qkv_viz.chapters.ch07_masks import solutions as sol
 
 @pytest.mark.parametrize("seed", [None, 0, 1, 2])
 def test_function_solutions_pass(seed):
-    for check, fn in [(ch07.check_cross_attention, sol.cross_attention),
+    for check, fn in [(ch07.check_masked_softmax, sol.masked_softmax),
+                      (ch07.check_cross_attention, sol.cross_attention),
                       (ch07.check_decoder_mask, sol.decoder_mask)]:
         fb = check(fn, seed=seed)
         assert fb.correct, fb.message
 
 
-@pytest.mark.parametrize("check,solution", [(ch07.check_causal_allowed, sol.causal_allowed),
-                                            (ch07.check_key_padding_mask, sol.key_padding_mask)])
+@pytest.mark.parametrize("check,solution", [(ch07.check_key_padding_mask, sol.key_padding_mask)])
 def test_value_solutions_pass(check, solution):
     fb = check(solution())
     assert fb.correct, fb.message
 
 
-@pytest.mark.parametrize("check", [ch07.check_cross_attention, ch07.check_decoder_mask,
-                                   ch07.check_causal_allowed, ch07.check_key_padding_mask])
+@pytest.mark.parametrize("check", [ch07.check_masked_softmax, ch07.check_cross_attention,
+                                   ch07.check_decoder_mask, ch07.check_key_padding_mask])
 def test_placeholder_is_pending(check):
     fb = check(None)
     assert not fb.correct and fb.pending
 
 
 def test_stub_returning_none_is_not_right():
+    assert not ch07.check_masked_softmax(lambda *a: None)
     assert not ch07.check_cross_attention(lambda *a: None)
     assert not ch07.check_decoder_mask(lambda *a: None)
 
 
 # ---------------------------------------------------------------- exercise 1's typical mistakes
+def _ms_inf(scores, mask):                       # -inf then the plain softmax: NaN in an empty row
+    filled = np.where(mask, scores, -np.inf)
+    e = np.exp(filled - filled.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _ms_1e9(scores, mask):                       # the Annotated Transformer's -1e9: uniform empty rows
+    filled = np.where(mask, scores, -1e9)
+    e = np.exp(filled - filled.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _ms_global_max(scores, mask):                # NaN-free, but one max for the whole array
+    filled = np.where(mask, scores, -np.inf)
+    m = filled.max()
+    e = np.exp(filled - (m if np.isfinite(m) else 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def _ms_zero_fill(scores, mask):                 # hidden scores set to 0 instead of -inf
+    s = np.where(mask, scores, 0.0)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("fn,words", [(_ms_inf, "NaN (0/0)"), (_ms_1e9, "-1e9"),
+                                      (_ms_global_max, "each row's own max"), (_ms_zero_fill, "hidden key")])
+def test_masked_softmax_mistakes_are_named(fn, words):
+    with np.errstate(all="ignore"):
+        fb = ch07.check_masked_softmax(fn, seed=0)
+    assert not fb.correct and words in fb.message, fb.message
+
+
+def test_masked_softmax_cases_hold_an_empty_row_and_a_row_far_below_the_max():
+    cases = ch07.masked_softmax_cases(seed=0)
+    assert any((~np.broadcast_to(m, s.shape).any(axis=-1)).any() for s, m in cases)
+    s, m = cases[-1]
+    assert s.max() - s[1].max() > 700          # exp(row 1 - global max) underflows to 0 in float64
+    assert np.exp(s[1].max() - s.max()) == 0.0
+
+
+
 def _no_mask(y, x, W_q, W_k, W_v, lengths):
     return sol.cross_attention(y, x, W_q, W_k, W_v, np.full(len(lengths), x.shape[1]))
 
@@ -101,7 +145,7 @@ def test_cross_attention_reference_is_the_core_per_sentence():
         np.testing.assert_allclose(out[b], ref_w @ v, atol=1e-12)
 
 
-# ---------------------------------------------------------------- exercise 2's typical mistakes
+# ---------------------------------------------------------------- exercise 3's typical mistakes
 @pytest.mark.parametrize("fn,words", [
     (lambda lengths, T: ~sol.decoder_mask(lengths, T), "opposite"),
     (lambda lengths, T: np.broadcast_to(causal_mask(T), (len(lengths), T, T)), "causal mask alone"),
@@ -121,7 +165,7 @@ def test_decoder_mask_reference_by_loops():
     np.testing.assert_array_equal(got, want)
 
 
-# ---------------------------------------------------------------- exercises 3-4
+# ---------------------------------------------------------------- exercise 4
 def test_key_padding_mask_is_what_torch_wants():
     # torch ignores the keys marked True: the solution's mask must give the same output as
     # attending to the first `length` keys only.
@@ -137,9 +181,5 @@ def test_key_padding_mask_is_what_torch_wants():
     assert not fb.correct and "book's convention" in fb.message
 
 
-def test_causal_count_follows_the_package_and_wrong_answers_get_no_answer():
-    assert sol.causal_allowed() == causal_mask(9).sum()
-    for wrong in (81, 36, "x"):
-        fb = ch07.check_causal_allowed(wrong)
-        assert not fb.correct and "45" not in fb.message
+def test_the_book_gives_an_empty_row_zeros():
     assert masked_softmax(np.zeros((1, 3)), np.zeros((1, 3), bool)).sum() == 0

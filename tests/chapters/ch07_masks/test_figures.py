@@ -32,3 +32,14 @@ def test_refuses_a_non_boolean_mask():
     with pytest.raises(ValueError, match="2-D"):
         hatch_masked(ax, np.ones((2, 2, 2), dtype=bool))
     plt.close(fig)
+
+
+def test_encoder_decoder_sketch_marks_both_attentions():
+    from qkv_viz.chapters.ch07_masks.figures import plot_encoder_decoder
+    fig, ax = plt.subplots()
+    patches = plot_encoder_decoder(ax=ax)
+    texts = " ".join(t.get_text() for t in ax.texts)
+    assert "causal self-attention" in texts and "cross-attention" in texts
+    cross, enc = patches["dec_cross"].get_bbox(), patches["enc_out"].get_bbox()
+    assert cross.y0 == enc.y0 and cross.x0 > enc.x1        # the encoder output feeds cross-attention sideways
+    plt.close(fig)

@@ -41,14 +41,20 @@ from qkv_viz.chapters.ch04_scaling.explorer import (D_KS, D_MAX, HEADS_MAX, METR
                                                     head_attention)
 from qkv_viz.viz import style
 from qkv_viz.viz.canvas import CanvasFigure, f32_bytes, figure_png, module_source
+from qkv_viz.core.diagnostics import summarize
 from qkv_viz.viz.plots import attention_heatmap, metric_vs_dk
 
-METRIC_LABELS = {  # the same words as explorer.js's menu
+METRIC_LABELS = {  # the same words as explorer.js's menu and as chapter 4's page
     "max_weight": "max weight (row mean)",
-    "effective_tokens": "effective tokens (row mean)",
-    "entropy": "row entropy, nats (row mean)",
-    "score_std": "score std (row mean)",
-    "grad_norm": "softmax grad norm (row mean)",
+    "effective_tokens": "effective number of keys (row mean)",
+    "entropy": "entropy H, nats (row mean)",
+    "score_std": "score spread, row std (row mean)",
+    "grad_norm": "\u2016J\u2016_F (row mean)",
+}
+POSITIVE, NEGATIVE = "#B2182B", "#2166AC"  # scores: the ends of style.SCORES_CMAP (as explorer.js)
+READOUT_LABELS = {  # the readout table's row names (explorer.js's drawReadouts)
+    "score_std": "score spread (std)", "max_weight": "max weight", "entropy": "entropy H (nats)",
+    "effective_tokens": "effective number of keys", "grad_norm": "\u2016J\u2016_F",
 }
 
 
@@ -176,22 +182,34 @@ class ScalingExplorer(CanvasFigure):
         return figure_png(self.still())
 
     def still(self) -> Figure:
-        """The three panels of the live figure, drawn by matplotlib from the math core."""
-        weights, n, on = self.weights, self.n, self.scale
-        fig = Figure(figsize=style.figsize(1.0, 0.36), dpi=style.DPI, layout="constrained")
-        ax_w, ax_b, ax_m = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.15, 1, 1]})
+        """The live figure drawn by matplotlib from the math core: the weights heatmap, the
+        followed query's weights and scores (bars), the metric against d_k and the readouts."""
+        scores, weights, metrics = self._core()
+        n, on, qi = self.n, self.scale, self.query
         how = "scaled" if on else "not scaled"
+        fig = Figure(figsize=style.figsize(1.0, 0.62), dpi=style.DPI, layout="constrained")
+        grid = fig.add_gridspec(2, 3, width_ratios=[1.05, 0.9, 1.15])
+        ax_w = fig.add_subplot(grid[:, 0])
+        ax_b, ax_s = fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 1])
+        ax_m, ax_t = fig.add_subplot(grid[0, 2]), fig.add_subplot(grid[1, 2])
         attention_heatmap(weights, ax=ax_w, annotate=False, title=f"weights, $d_k$ = {self.d_k}, {how}")
         ticks = np.arange(0, n, max(1, int(np.ceil(n / 5))))  # at most 5 labels: they never touch
         ax_w.set_xticks(ticks, [str(t) for t in ticks])
         ax_w.set_yticks(ticks, [str(t) for t in ticks])
-        ax_w.add_patch(Rectangle((-0.5, self.query - 0.5), n, 1, fill=False, edgecolor="white", lw=1.5,
+        ax_w.add_patch(Rectangle((-0.5, qi - 0.5), n, 1, fill=False, edgecolor="white", lw=1.5,
                                  clip_on=False))  # the followed query's row
-        ax_b.bar(np.arange(n), weights[self.query], hatch=None if on else "//", edgecolor="white",
+        ax_b.bar(np.arange(n), weights[qi], hatch=None if on else "//", edgecolor="white",
                  color=style.SCALED_COLOR if on else style.UNSCALED_COLOR)
-        ax_b.set_xticks(ticks, [str(t) for t in ticks])
-        ax_b.set(ylim=(0, 1), xlabel="keys", ylabel="weight",
-                 title=f"query {self.query}'s weights ({'scaled' if on else 'not scaled'})")
+        ax_b.set(ylim=(0, 1), ylabel="weight", title=f"query {qi}'s weights ({how})")
+        factor = f"1/\u221a{self.d_k}" if on else "1"
+        row = scores[qi]
+        big = float(np.abs(row).max()) or 1.0
+        ax_s.bar(np.arange(n), row, color=np.where(row >= 0, POSITIVE, NEGATIVE))
+        ax_s.axhline(0, color="black", lw=0.6)
+        ax_s.set(ylim=(-1.05 * big, 1.05 * big), xlabel="keys", ylabel="score",
+                 title=f"query {qi}'s scores, factor {factor}")
+        for ax in (ax_b, ax_s):
+            ax.set_xticks(ticks, [str(t) for t in ticks])
         metric_vs_dk(D_KS, *(self.curves[self.metric][key] for key in ("scaled", "unscaled")), ax=ax_m,
                      label=METRIC_LABELS[self.metric], current=self.d_k)
         ax_m.set_xlabel("$d_k$")
@@ -199,6 +217,16 @@ class ScalingExplorer(CanvasFigure):
                     frameon=False, handlelength=1.5, columnspacing=0.8)  # above the curves, never on them
         if self.metric == "score_std":
             ax_m.set_yscale("log")
+        one = summarize(scores[qi:qi + 1], weights[qi:qi + 1])  # the followed row alone
+        cells = [
+            [READOUT_LABELS[key], f"{metrics[key]:.3g}", f"{one[key]:.3g}"] for key in READOUT_LABELS]
+        ax_t.axis("off")  # the readout table, one text line per row (the live figure's table)
+        header = ["", "all rows", f"query {qi}"]
+        for i, line in enumerate([header] + cells):
+            y = 1.0 - i / (len(cells) + 1)
+            for x, text in zip((-0.1, 0.76, 1.07), line):
+                ax_t.text(x, y, text, transform=ax_t.transAxes, ha="right" if x > 0 else "left", va="top",
+                          fontsize=style.FONT_PT - 1, fontweight="bold" if i == 0 else "normal")
         return fig
 
 

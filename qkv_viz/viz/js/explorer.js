@@ -11,9 +11,9 @@
 const QUERY_OUTLINE = "#FFFFFF", SCALED = "#0072B2", UNSCALED = "#D55E00";   // style.SCALED_COLOR, UNSCALED_COLOR
 const POSITIVE = "#B2182B", NEGATIVE = "#2166AC";   // scores: the ends of style.SCORES_CMAP
 const METRIC_LABELS = {
-  max_weight: "max weight (row mean)", effective_tokens: "effective tokens (row mean)",
-  entropy: "row entropy, nats (row mean)", score_std: "score std (row mean)",
-  grad_norm: "softmax grad norm (row mean)",
+  max_weight: "max weight (row mean)", effective_tokens: "effective number of keys (row mean)",
+  entropy: "entropy H, nats (row mean)", score_std: "score spread, row std (row mean)",
+  grad_norm: "\u2016J\u2016_F (row mean)",
 };
 
 // Unscaled q . k for every d_k of dks, one pass over the columns: dots[t] is (n, n).
@@ -251,11 +251,11 @@ function render({model, el}) {
     const rows = [
       ["", "all rows (mean)", `query ${s.query}`],
       ["score factor", s.scale ? `1/\u221a${s.dk} = ${fmt(numbers.factor)}` : "1 (not scaled)", ""],
-      ["score std", fmt(m.score_std), fmt(r.score_std)],
+      ["score spread (std)", fmt(m.score_std), fmt(r.score_std)],
       ["max weight", m.max_weight.toFixed(3), r.max_weight.toFixed(3)],
-      ["entropy (nats)", m.entropy.toFixed(3), r.entropy.toFixed(3)],
-      ["effective tokens", `${m.effective_tokens.toFixed(2)} of ${n}`, r.effective_tokens.toFixed(2)],
-      ["softmax grad norm", fmt(m.grad_norm), fmt(r.grad_norm)],
+      ["entropy H (nats)", m.entropy.toFixed(3), r.entropy.toFixed(3)],
+      ["effective number of keys", `${m.effective_tokens.toFixed(2)} of ${n}`, r.effective_tokens.toFixed(2)],
+      ["\u2016J\u2016_F", fmt(m.grad_norm), fmt(r.grad_norm)],
     ];
     if (n > HS) rows.push(["heatmap shows", `1 in ~${Math.round(n / HS)} rows/cols`, ""]);
     readouts.replaceChildren(...rows.map((cells, i) => h("tr", {}, cells.map((c, j) =>

@@ -133,3 +133,25 @@ def test_browser_softmax_is_stable_and_one_hot_for_huge_scores():
       const w = softmaxRows(Float64Array.from([1e6, 0, -1e6, 1e6 - 50]), 1, 4, 1e-300);
       return Array.from(w);""")
     assert got == [1.0, 0.0, 0.0, 0.0]
+
+
+def test_still_shows_the_query_scores_and_the_readouts_with_the_pages_names():
+    from qkv_viz.chapters.ch04_scaling.widget import READOUT_LABELS
+    ex = scaling_explorer(n=16, d_k=256, scale=False, query=3)
+    fig = ex.still()
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any("query 3's scores" in t for t in titles), titles
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    for label in READOUT_LABELS.values():
+        assert label in texts, label
+    one = ex.scores[3]
+    bars = [ax for ax in fig.axes if "scores" in ax.get_title()][0].patches
+    np.testing.assert_allclose([b.get_height() for b in bars], one)
+    assert f"{ex.metrics['grad_norm']:.3g}" in texts
+
+
+def test_the_browser_uses_the_same_names_as_python():
+    from qkv_viz.chapters.ch04_scaling.widget import METRIC_LABELS, READOUT_LABELS
+    js = module_source("explorer.js").replace("\\u2016", "\u2016")  # the JS writes \u2016 for ‖
+    for label in [*METRIC_LABELS.values(), *READOUT_LABELS.values()]:
+        assert label in js, label

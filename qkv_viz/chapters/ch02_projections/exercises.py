@@ -94,7 +94,7 @@ def self_preference_cases(seed=None, n_cases: int = 6) -> list:
     for i in range(n_cases):
         T, d_model = int(rng.integers(4, 9)), int(rng.integers(3, 7))
         X = rng.standard_normal((T, d_model))
-        X = X / np.linalg.norm(X, axis=1, keepdims=True)  # equal lengths, as after LayerNorm
+        X = X / np.linalg.norm(X, axis=1, keepdims=True)  # equal lengths: the case where a token is its own best match
         if i < 2:
             W_q = W_k = np.eye(d_model)
         else:
@@ -134,8 +134,9 @@ def check_rival_length(answer) -> Feedback:
     return check_close(answer, expected,
                        hint="write both scores with lengths and the angle: x0 . x1 = |x0| |x1| cos(angle), "
                             "x0 . x0 = |x0|^2. Where are they equal?",
-                       praise="Longer than that, and token 0 prefers x1 to itself. After LayerNorm every "
-                              "token has the same length, so cos(angle) <= 1 rules this out (Cauchy-Schwarz).")
+                       praise="Longer than that, and token 0 prefers x1 to itself. Only equal lengths rule this out "
+                              "(cos(angle) <= 1, Cauchy-Schwarz); a trained model's token vectors differ in "
+                              "length, so a long neighbour can outscore a token's own x . x.")
 
 
 def check_blind_directions(answer) -> Feedback:

@@ -121,13 +121,15 @@ def plot_query_geometry(X, W_q=None, W_k=None, query: int = 0, ax=None, tokens=N
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.5, 0.9))
     artists, best = [], int(np.argmax(scores))
+    # the query first, wide and pale, so a key lying on it is still seen on top of it
+    query_arrow = ax.annotate("", q, (0, 0), arrowprops=dict(
+        arrowstyle="-|>", color=style.QUERY_COLOR, lw=6, alpha=0.45, mutation_scale=22))
     for j, (k, s) in enumerate(zip(K, scores)):
         artists.append(ax.annotate("", k, (0, 0), arrowprops=dict(
             arrowstyle="-|>", color=style.KEY_COLOR, lw=1.6)))
         artists.append(_beyond_tip(ax, k, f"k {j}: q.k = {s:.2f}", style.KEY_COLOR,
                                    bold=j == best))
-    artists.append(ax.annotate("", q, (0, 0), arrowprops=dict(
-        arrowstyle="-|>", color=style.QUERY_COLOR, lw=3, alpha=0.85)))
+    artists.append(query_arrow)
     normal = np.array([-q[1], q[0]]) / (np.linalg.norm(q) or 1.0)  # left of the query arrow
     artists.append(ax.annotate(f"q of {tokens[query]}", q * 0.5, xytext=tuple(14 * normal),
                                textcoords="offset points", ha="center", va="center",
@@ -142,11 +144,19 @@ def plot_query_geometry(X, W_q=None, W_k=None, query: int = 0, ax=None, tokens=N
 
 def frame_row_max(scores, ax=None, color="black"):
     """Frame each row's largest entry of a (T, S) heatmap drawn with ``imshow``
-    (cell (i, j) centred at x = j, y = i). Returns the T rectangles."""
+    (cell (i, j) centred at x = j, y = i). A tie frames every cell that shares the
+    maximum; a row whose entries are all equal has no largest entry and gets no frame.
+    Returns the rectangles."""
     scores = as_array("scores", scores, ndim=2)
     ax = plt.gca() if ax is None else ax
-    return [ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor=color, lw=2.2))
-            for i, j in enumerate(scores.argmax(axis=1))]
+    frames = []
+    for i, row in enumerate(scores):
+        top = np.isclose(row, row.max())
+        if top.all():
+            continue
+        frames += [ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor=color, lw=2.2))
+                   for j in np.flatnonzero(top)]
+    return frames
 
 
 def asymmetry(M) -> float:

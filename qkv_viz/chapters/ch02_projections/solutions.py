@@ -26,7 +26,7 @@ def self_preference(X, W_q, W_k):
 
 
 # Exercise 3: x0 . x1 = |x0| |x1| cos(60 deg) = 5 * |x1| / 2 beats x0 . x0 = |x0|^2 = 25
-# as soon as |x1| > 10. Equal lengths (LayerNorm) make this impossible, since cos <= 1.
+# as soon as |x1| > 10. Only equal lengths make this impossible, since cos <= 1.
 RIVAL_LENGTH = 10.0
 
 # Exercise 4: W_q W_k^T = (512, 64) @ (64, 512). A product can have no larger rank than

@@ -62,6 +62,24 @@ def test_frame_row_max_frames_each_rows_largest_cell():
     assert [(r.get_x() + 0.5, r.get_y() + 0.5) for r in frames] == [(1.0, 0.0), (0.0, 1.0)]
 
 
+def test_frame_row_max_frames_every_tied_maximum_and_no_flat_row():
+    from qkv_viz.chapters.ch02_projections.figures import frame_row_max
+    scores = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])  # row 0: a tie; row 1: no largest entry
+    _, ax = plt.subplots()
+    ax.imshow(scores)
+    frames = frame_row_max(scores, ax=ax)
+    assert [(r.get_x() + 0.5, r.get_y() + 0.5) for r in frames] == [(0.0, 0.0), (2.0, 0.0)]
+
+
+def test_query_geometry_draws_the_query_under_the_keys():
+    X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    _, ax = plt.subplots()
+    artists = plot_query_geometry(X, ax=ax)  # no projection: the query lies exactly on key 0
+    arrows = [a for a in ax.texts if a.get_text() == "" and hasattr(a, "arrow_patch")]
+    assert arrows[0].arrow_patch.get_alpha() < 0.6  # the first drawn, pale: the query
+    assert artists[-2] is arrows[0]
+
+
 def test_asymmetry_is_zero_for_tied_and_about_one_for_random_projections():
     from qkv_viz.chapters.ch02_projections.figures import asymmetry, plot_asymmetry
     rng = np.random.default_rng(0)

@@ -74,3 +74,15 @@ def test_trained_pairs_are_far_from_tied_and_rank_is_at_most_dk():
     attn = model.layers[0].attn
     M = qv.head_columns(attn.W_q, 0, c.n_heads) @ qv.head_columns(attn.W_k, 0, c.n_heads).T
     assert np.linalg.matrix_rank(M) <= c.d_k
+
+
+def test_the_pages_gradient_descent_learns_the_hand_written_rule(page):
+    """The training cell, run from the notebook: the verb ends up reading its subject, and the
+    learned W_q W_k^T's largest entry is (action, animate), the rule the page wrote by hand."""
+    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    ns = dict(page, softmax=qv.softmax, i=page["tokens"].index, d_k=2, print=lambda *a, **k: None)
+    exec(compile(next(s for s in cells if "W_q_learn -=" in s), str(NOTEBOOK), "exec"), ns)
+    assert ns["w"][ns["dog"]] > 0.99
+    features = ns["features"]
+    M = ns["M"]
+    assert np.unravel_index(np.abs(M).argmax(), M.shape) == (features.index("action"), features.index("animate"))

@@ -1,5 +1,5 @@
-"""Chapter 11 exercises: the cached step, grouped-query attention by repeating K/V heads, a cache
-size, and what a cache needs from the mask.
+"""Chapter 11 exercises: a sliding-window cached step, a grouped-query cached step, a cache size,
+and what a cache needs from the mask.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never the answer.
 ``None`` (or a function that still returns ``None``) is "no answer yet". The code checkers run
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from qkv_viz.chapters.feedback import Feedback, check_function, no_answer
-from qkv_viz.core.attention import causal_mask, scaled_dot_product_attention
+from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.kv_cache import grouped_query_attention, kv_cache_bytes
 
 STUB = ("No answer yet: your function still returns None. Replace the None with your code, "
@@ -33,57 +33,9 @@ def _quiet(fn, case):
     """fn(*case), or None when it raises (check_function then reports the error)."""
     try:
         with np.errstate(all="ignore"):
-            return fn(*(np.array(a, copy=True) for a in case))
+            return fn(*(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in case))
     except Exception:  # noqa: BLE001
         return None
-
-
-# ---------------------------------------------------------------- exercise 1: the cached step
-def cached_step_reference(q, k_new, v_new, K_cache, V_cache):
-    """One head. q, k_new (d_k,), v_new (d_v,), K_cache (t, d_k), V_cache (t, d_v) ->
-    (output (d_v,), K (t+1, d_k), V (t+1, d_v))."""
-    K = np.concatenate([K_cache, k_new[None]])   # (t, d_k) -> (t+1, d_k)
-    V = np.concatenate([V_cache, v_new[None]])   # (t, d_v) -> (t+1, d_v)
-    out, _ = scaled_dot_product_attention(q[None], K, V)  # (1, d_k), (t+1, d_k), (t+1, d_v) -> (1, d_v)
-    return out[0], K, V
-
-
-def cached_step_cases(n: int = 5, seed=None):
-    """(q, k_new, v_new, K_cache, V_cache): the first case has an empty cache (token 0)."""
-    rng = np.random.default_rng(seed)
-    cases = []
-    for c in range(n):
-        t, d_k, d_v = (0 if c == 0 else int(rng.integers(1, 9))), int(rng.integers(2, 9)), int(rng.integers(2, 7))
-        cases.append((rng.normal(size=d_k), rng.normal(size=d_k), rng.normal(size=d_v),
-                      rng.normal(size=(t, d_k)), rng.normal(size=(t, d_v))))
-    return cases
-
-
-def _diagnose_step(case, got) -> str | None:
-    q, k_new, v_new, K_cache, V_cache = case
-    if not isinstance(got, tuple) or len(got) != 3:
-        return None
-    try:
-        K, V = np.asarray(got[1], dtype=float), np.asarray(got[2], dtype=float)
-        out = np.asarray(got[0], dtype=float)
-    except (TypeError, ValueError):
-        return None
-    t = len(K_cache)
-    if K.shape == K_cache.shape or V.shape == V_cache.shape:
-        return (f"the cache you return still holds {t} token(s): append this token's k_new and v_new, "
-                f"one new row each, so the next step can read them.")
-    if K.shape == (t + 1, len(q)) and np.allclose(K[0], k_new) and t > 0:
-        return "k_new went in as the first row: the cache keeps tokens in order, so the new token's row goes last."
-    if t > 0 and out.shape == v_new.shape:
-        old, _ = scaled_dot_product_attention(q[None], K_cache, V_cache)
-        if np.allclose(out, old[0]):
-            return ("your output ignores the new token: its query must also meet its own key "
-                    "(attend over the cache after appending k_new and v_new).")
-        unscaled, _ = scaled_dot_product_attention(q[None], np.vstack([K_cache, k_new]),
-                                                   np.vstack([V_cache, v_new]), scale=False)
-        if np.allclose(out, unscaled[0]) and len(q) > 1:
-            return f"the scores are not scaled: divide q . k by sqrt(d_k) = sqrt({len(q)})."
-    return None
 
 
 def _check_code(fn, cases, diagnose, describe, reference, name, praise) -> Feedback:
@@ -98,59 +50,133 @@ def _check_code(fn, cases, diagnose, describe, reference, name, praise) -> Feedb
     return check_function(fn, reference, cases, name=name, atol=1e-9, praise=praise)
 
 
-def check_cached_step(fn, seed=None) -> Feedback:
-    """Exercise 1: ``fn(q, k_new, v_new, K_cache, V_cache)`` -> ``(output, K, V)``: append the new
-    token's key and value to the caches, then let its query attend over every cached token."""
-    return _check_code(fn, cached_step_cases(seed=seed), _diagnose_step,
-                       lambda case: f"a cache of {len(case[3])} token(s)", cached_step_reference,
-                       "your cached step", "Append, then attend: one row of K and V more, and no mask needed.")
+# ---------------------------------------------------------------- exercise 1: a sliding-window cache
+def window_step_reference(q, k_new, v_new, K_cache, V_cache, window):
+    """One head. q, k_new (d_k,), v_new (d_v,), K_cache (t, d_k), V_cache (t, d_v), t <= window ->
+    (output (d_v,), K, V) with K, V the last min(t+1, window) rows after appending."""
+    K = np.concatenate([K_cache, k_new[None]])[-int(window):]   # (t, d_k) -> (t+1, d_k) -> last window rows
+    V = np.concatenate([V_cache, v_new[None]])[-int(window):]
+    out, _ = scaled_dot_product_attention(q[None], K, V)  # (1, d_k), (S, d_k), (S, d_v) -> (1, d_v)
+    return out[0], K, V
 
 
-# ---------------------------------------------------------------- exercise 2: grouped-query attention
-def gqa_reference(q, k, v):
-    """q (H, T, d_k), k (H_kv, T, d_k), v (H_kv, T, d_v) -> output (H, T, d_v), causal."""
-    return grouped_query_attention(q, k, v, mask=causal_mask(q.shape[1]))[0]
-
-
-def gqa_cases(n: int = 5, seed=None):
-    """(q, k, v) with H_kv < H on every case after the first (where H_kv = H)."""
+def window_step_cases(n: int = 6, seed=None):
+    """(q, k_new, v_new, K_cache, V_cache, window): an empty cache first, then caches below and at
+    the window (where the oldest row must leave)."""
     rng = np.random.default_rng(seed)
     cases = []
-    for c, (H, H_kv) in enumerate([(4, 4), (4, 2), (8, 2), (6, 3), (4, 1)][:n]):
-        T, d_k, d_v = int(rng.integers(3, 8)), int(rng.integers(2, 6)), int(rng.integers(2, 6))
-        cases.append((rng.normal(size=(H, T, d_k)), rng.normal(size=(H_kv, T, d_k)), rng.normal(size=(H_kv, T, d_v))))
+    for c in range(n):
+        window = int(rng.integers(2, 6))
+        t = 0 if c == 0 else (int(rng.integers(1, window)) if c == 1 else window)
+        d_k, d_v = int(rng.integers(2, 7)), int(rng.integers(2, 6))
+        cases.append((rng.normal(size=d_k), rng.normal(size=d_k), rng.normal(size=d_v),
+                      rng.normal(size=(t, d_k)), rng.normal(size=(t, d_v)), window))
     return cases
 
 
-def _diagnose_gqa(case, got) -> str | None:
-    q, k, v = case
-    H, T, H_kv = q.shape[0], q.shape[1], k.shape[0]
+def _as_float(got, i):
     try:
-        got = np.asarray(got, dtype=float)
-    except (TypeError, ValueError):
+        return np.asarray(got[i], dtype=float)
+    except (TypeError, ValueError, IndexError):
         return None
-    if got.shape == (H_kv, T, v.shape[2]) and H_kv != H:
-        return f"your output has {H_kv} heads (one per K/V head); it needs one per query head: {H}."
-    if got.shape != (H, T, v.shape[2]):
+
+
+def _diagnose_window(case, got) -> str | None:
+    q, k_new, v_new, K_cache, V_cache, window = case
+    if not isinstance(got, tuple) or len(got) != 3:
         return None
-    rep = H // H_kv
-    tiled, _ = scaled_dot_product_attention(q, np.tile(k, (rep, 1, 1)), np.tile(v, (rep, 1, 1)), mask=causal_mask(T))
-    if H_kv not in (1, H) and np.allclose(got, tiled):
-        return (f"query head 1 read K/V head 1, but heads 0..{rep - 1} share K/V head 0: the copies of a "
-                f"K/V head must sit next to each other (np.repeat along the head axis, not np.tile).")
-    free, _ = scaled_dot_product_attention(q, np.repeat(k, rep, 0), np.repeat(v, rep, 0))
-    if np.allclose(got, free):
-        return "no causal mask: token 0 sees later tokens. Hide key j > query i (np.tril) before the softmax."
+    out, K = _as_float(got, 0), _as_float(got, 1)
+    if out is None or K is None:
+        return None
+    t, keep = len(K_cache), min(len(K_cache) + 1, window)
+    if K.shape == K_cache.shape and t < window:
+        return f"the cache you return still holds {t} token(s): append this token's k_new and v_new first."
+    if K.ndim == 2 and len(K) == t + 1 and t + 1 > window:
+        return (f"your cache holds {t + 1} rows, but the window is {window}: drop the oldest row, "
+                f"keeping the last {window} (the new token's included).")
+    if K.ndim == 2 and len(K) == keep and keep > 1 and np.allclose(K[0], k_new):
+        return "k_new went in as the first row: the cache keeps tokens in order, so the new row goes last."
+    if K.ndim == 2 and len(K) == keep and t == window and np.allclose(K, np.vstack([K_cache, k_new])[:keep]):
+        return "you dropped the new token's row: keep the LAST window rows, the oldest one leaves."
+    if t > 0 and out.shape == v_new.shape:
+        old, _ = scaled_dot_product_attention(q[None], K_cache[-window:], V_cache[-window:])
+        if np.allclose(out, old[0]):
+            return "your output ignores the new token: its query must also meet its own key (append, then attend)."
+        if t + 1 > window:
+            wide, _ = scaled_dot_product_attention(q[None], np.vstack([K_cache, k_new]), np.vstack([V_cache, v_new]))
+            if np.allclose(out, wide[0]):
+                return f"the output attends over all {t + 1} tokens: only the last {window} may be seen."
     return None
 
 
-def check_gqa(fn, seed=None) -> Feedback:
-    """Exercise 2: ``fn(q, k, v)`` -> output (H, T, d_v): causal attention where each group of
-    H / H_kv query heads reads one K/V head (repeat the K/V heads, then ordinary attention)."""
-    return _check_code(fn, gqa_cases(seed=seed), _diagnose_gqa,
-                       lambda case: f"{case[0].shape[0]} query heads, {case[1].shape[0]} K/V heads",
-                       gqa_reference, "your grouped-query attention",
-                       "Each K/V head serves its group; with H_kv = H it is ordinary multi-head attention.")
+def check_window_step(fn, seed=None) -> Feedback:
+    """Exercise 1: ``fn(q, k_new, v_new, K_cache, V_cache, window)`` -> ``(output, K, V)``: append the
+    new token's key and value, keep the last ``window`` rows, let its query attend over them."""
+    return _check_code(fn, window_step_cases(seed=seed), _diagnose_window,
+                       lambda case: f"a cache of {len(case[3])} token(s), window {case[5]}", window_step_reference,
+                       "your sliding-window step",
+                       "Append, drop what left the window, attend: the cache never holds more than window rows.")
+
+
+# ---------------------------------------------------------------- exercise 2: a grouped-query step
+def gqa_step_reference(q, k_new, v_new, K_cache, V_cache):
+    """q (H, d_k), k_new (H_kv, d_k), v_new (H_kv, d_v), K_cache (H_kv, t, d_k), V_cache (H_kv, t, d_v) ->
+    (output (H, d_v), K (H_kv, t+1, d_k), V (H_kv, t+1, d_v))."""
+    K = np.concatenate([K_cache, k_new[:, None]], axis=1)  # (H_kv, t, d_k) -> (H_kv, t+1, d_k)
+    V = np.concatenate([V_cache, v_new[:, None]], axis=1)
+    out, _ = grouped_query_attention(q[:, None], K, V)     # (H, 1, d_k) over (H_kv, t+1, .) -> (H, 1, d_v)
+    return out[:, 0], K, V
+
+
+def gqa_step_cases(n: int = 5, seed=None):
+    """(q, k_new, v_new, K_cache, V_cache) with H_kv < H on every case after the first (H_kv = H);
+    the first grouped case has an empty cache."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for c, (H, H_kv) in enumerate([(4, 4), (4, 2), (8, 2), (6, 3), (4, 1)][:n]):
+        t, d_k, d_v = (0 if c == 1 else int(rng.integers(1, 7))), int(rng.integers(2, 6)), int(rng.integers(2, 6))
+        cases.append((rng.normal(size=(H, d_k)), rng.normal(size=(H_kv, d_k)), rng.normal(size=(H_kv, d_v)),
+                      rng.normal(size=(H_kv, t, d_k)), rng.normal(size=(H_kv, t, d_v))))
+    return cases
+
+
+def _diagnose_gqa_step(case, got) -> str | None:
+    q, k_new, v_new, K_cache, V_cache = case
+    H, H_kv, t = q.shape[0], k_new.shape[0], K_cache.shape[1]
+    if not isinstance(got, tuple) or len(got) != 3:
+        return None
+    out, K = _as_float(got, 0), _as_float(got, 1)
+    if out is None or K is None:
+        return None
+    if K.shape == K_cache.shape:
+        return f"the cache you return still holds {t} token(s): append k_new and v_new along the token axis (axis 1)."
+    if K.shape == (H, t + 1, q.shape[1]) and H != H_kv:
+        return f"your cache holds {H} heads: it keeps only the {H_kv} K/V heads; repeat them for the attention only."
+    if out.shape == (H_kv, v_new.shape[1]) and H_kv != H:
+        return f"your output has {H_kv} heads (one per K/V head); it needs one per query head: {H}."
+    if out.shape != (H, v_new.shape[1]):
+        return None
+    rep = H // H_kv
+    Kf, Vf = np.concatenate([K_cache, k_new[:, None]], 1), np.concatenate([V_cache, v_new[:, None]], 1)
+    tiled, _ = scaled_dot_product_attention(q[:, None], np.tile(Kf, (rep, 1, 1)), np.tile(Vf, (rep, 1, 1)))
+    if H_kv not in (1, H) and np.allclose(out, tiled[:, 0]):
+        return (f"query head 1 read K/V head 1, but heads 0..{rep - 1} share K/V head 0: the copies of a "
+                f"K/V head must sit next to each other (np.repeat along the head axis, not np.tile).")
+    if t > 0:
+        old, _ = grouped_query_attention(q[:, None], K_cache, V_cache)
+        if np.allclose(out, old[:, 0]):
+            return "your output ignores the new token: append its key and value first, then attend."
+    return None
+
+
+def check_gqa_step(fn, seed=None) -> Feedback:
+    """Exercise 2: ``fn(q, k_new, v_new, K_cache, V_cache)`` -> ``(output, K, V)``: one generation step
+    of grouped-query attention; the cache keeps H_kv heads, query head h reads K/V head h // (H / H_kv)."""
+    return _check_code(fn, gqa_step_cases(seed=seed), _diagnose_gqa_step,
+                       lambda case: f"{case[0].shape[0]} query heads, {case[1].shape[0]} K/V heads, "
+                                    f"a cache of {case[3].shape[1]} token(s)",
+                       gqa_step_reference, "your grouped-query step",
+                       "The cache keeps H_kv heads; each is read by its group of query heads.")
 
 
 # ---------------------------------------------------------------- exercise 3: a cache size

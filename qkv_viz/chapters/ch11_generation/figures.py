@@ -9,7 +9,8 @@ from qkv_viz.viz import style
 
 
 def plot_step_costs(d_model: int = 64, n_heads: int = 4, T: int = 1024, ax=None):
-    """FLOPs of step t (t = 0..T-1) for one layer, cached and uncached, on a log scale.
+    """FLOPs of step t (t = 0..T-1) for one layer, cached and uncached, on linear axes:
+    a line and a parabola.
 
     Returns the two ``Line2D`` artists (cached, uncached).
     """
@@ -20,7 +21,7 @@ def plot_step_costs(d_model: int = 64, n_heads: int = 4, T: int = 1024, ax=None)
     rerun = [step_flops(d_model, n_heads, int(i), cached=False) for i in t]
     (a,) = ax.plot(t, cached, color=style.SCALED_COLOR, label="with the K/V cache")
     (b,) = ax.plot(t, rerun, color=style.UNSCALED_COLOR, label="without: the whole prefix again")
-    ax.set(yscale="log", xlabel="token t (step)", ylabel="FLOPs of the step",
-           title=f"one layer, d_model = {d_model}, {n_heads} heads: step t costs t + 1 times more without the cache")
-    ax.legend(loc="center right")
+    ax.set(xlabel="token t (step)", ylabel="FLOPs of the step",
+           title=f"one layer, d_model = {d_model}, {n_heads} heads: linear with the cache, quadratic without")
+    ax.legend(loc="upper left")
     return a, b

@@ -42,7 +42,8 @@ class ModelConfig:
     n_layers = ``n_layer`` / ``num_hidden_layers``; n_heads = ``n_head`` /
     ``num_attention_heads``; n_kv_heads = ``num_key_value_heads`` (= n_heads when the
     file has none); head_dim = hidden size / n_heads; max_tokens = ``n_positions`` /
-    ``max_position_embeddings``; params = the model's parameter count.
+    ``max_position_embeddings``; params = the model's parameter count (from its model card:
+    config.json has none).
     """
 
     name: str
@@ -59,13 +60,14 @@ class ModelConfig:
 
 
 def cache_table(models, n_tokens: int = 4096, bytes_per_number: int = 2) -> list:
-    """One row per model: name, K/V heads, bytes per token, bytes for n_tokens, weights' bytes."""
+    """One row per model: name, K/V heads, bytes per token, and bytes for ``tokens`` = n_tokens or the
+    model's own context if shorter (GPT-2 small stops at 1,024), with the weights' bytes beside."""
     rows = []
     for m in models:
-        per_token = m.cache_bytes(1, bytes_per_number)
+        per_token, tokens = m.cache_bytes(1, bytes_per_number), min(positive_int("n_tokens", n_tokens), m.max_tokens)
         rows.append({"model": m.name, "layers": m.n_layers, "heads": m.n_heads, "kv_heads": m.n_kv_heads,
-                     "head_dim": m.head_dim, "per_token": per_token,
-                     "context": m.cache_bytes(n_tokens, bytes_per_number),
+                     "head_dim": m.head_dim, "per_token": per_token, "tokens": tokens,
+                     "context": m.cache_bytes(tokens, bytes_per_number),
                      "weights": m.params * bytes_per_number, "max_tokens": m.max_tokens})
     return rows
 

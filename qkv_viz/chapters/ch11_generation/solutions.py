@@ -7,27 +7,27 @@ from __future__ import annotations
 import numpy as np
 
 
-def cached_step(q, k_new, v_new, K_cache, V_cache):
-    """Exercise 1. Append the new token's row to each cache, then one query attends over all rows."""
-    K = np.vstack([K_cache, k_new])                     # (t, d_k) -> (t+1, d_k): the new row last
-    V = np.vstack([V_cache, v_new])                     # (t, d_v) -> (t+1, d_v)
-    scores = K @ q / np.sqrt(len(q))                    # (t+1, d_k) @ (d_k,) -> (t+1,), no mask
+def window_step(q, k_new, v_new, K_cache, V_cache, window):
+    """Exercise 1. Append the new token's row, keep the last ``window`` rows, then attend over them."""
+    K = np.vstack([K_cache, k_new])[-window:]           # (t, d_k) -> (t+1, d_k) -> at most (window, d_k)
+    V = np.vstack([V_cache, v_new])[-window:]           # the oldest row leaves once the window is full
+    scores = K @ q / np.sqrt(len(q))                    # (S, d_k) @ (d_k,) -> (S,), no mask
     weights = np.exp(scores - scores.max())
-    weights /= weights.sum()                            # softmax over tokens 0..t
-    return weights @ V, K, V                            # (t+1,) @ (t+1, d_v) -> (d_v,)
+    weights /= weights.sum()
+    return weights @ V, K, V                            # (S,) @ (S, d_v) -> (d_v,)
 
 
-def gqa(q, k, v):
-    """Exercise 2. Repeat each K/V head for its group of query heads, then causal attention per head."""
-    H, T, d_k = q.shape
-    rep = H // k.shape[0]
-    k = np.repeat(k, rep, axis=0)                       # (H_kv, T, d_k) -> (H, T, d_k): 0, 0, 1, 1, ...
-    v = np.repeat(v, rep, axis=0)                       # (H_kv, T, d_v) -> (H, T, d_v)
-    scores = q @ k.transpose(0, 2, 1) / np.sqrt(d_k)    # (H, T, d_k) @ (H, d_k, T) -> (H, T, T)
-    scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
+def gqa_step(q, k_new, v_new, K_cache, V_cache):
+    """Exercise 2. Grow the H_kv-head caches; repeat each K/V head for its group only to attend."""
+    H, d_k = q.shape
+    K = np.concatenate([K_cache, k_new[:, None]], axis=1)   # (H_kv, t, d_k) -> (H_kv, t+1, d_k)
+    V = np.concatenate([V_cache, v_new[:, None]], axis=1)   # (H_kv, t, d_v) -> (H_kv, t+1, d_v)
+    rep = H // K.shape[0]
+    K_rep, V_rep = np.repeat(K, rep, axis=0), np.repeat(V, rep, axis=0)   # -> (H, t+1, .): 0, 0, 1, 1, ...
+    scores = (K_rep @ q[:, :, None])[:, :, 0] / np.sqrt(d_k)  # (H, t+1, d_k) @ (H, d_k, 1) -> (H, t+1)
     weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
     weights /= weights.sum(axis=-1, keepdims=True)
-    return weights @ v                                  # (H, T, T) @ (H, T, d_v) -> (H, T, d_v)
+    return (weights[:, None] @ V_rep)[:, 0], K, V           # (H, 1, t+1) @ (H, t+1, d_v) -> (H, d_v)
 
 
 def llama2_70b_cache():

@@ -10,7 +10,7 @@ from qkv_viz.core.kv_cache import kv_cache_bytes
 
 @pytest.mark.parametrize("seed", [None, 0, 1, 2, 3])
 def test_code_solutions_pass(seed):
-    for check, fn in ((ch11.check_cached_step, sol.cached_step), (ch11.check_gqa, sol.gqa)):
+    for check, fn in ((ch11.check_window_step, sol.window_step), (ch11.check_gqa_step, sol.gqa_step)):
         fb = check(fn, seed=seed)
         assert fb.correct, fb.message
 
@@ -21,7 +21,7 @@ def test_value_solutions_pass():
     assert ch11.check_bidirectional_cache(" (B) ").correct
 
 
-@pytest.mark.parametrize("check", [ch11.check_cached_step, ch11.check_gqa, ch11.check_llama2_70b_cache,
+@pytest.mark.parametrize("check", [ch11.check_window_step, ch11.check_gqa_step, ch11.check_llama2_70b_cache,
                                    ch11.check_bidirectional_cache])
 def test_placeholder_is_pending(check):
     fb = check(None)
@@ -29,8 +29,14 @@ def test_placeholder_is_pending(check):
 
 
 def test_stub_functions_are_pending():
-    assert ch11.check_cached_step(lambda *a: None).pending
-    assert ch11.check_gqa(lambda *a: None).pending
+    assert ch11.check_window_step(lambda *a: None).pending
+    assert ch11.check_gqa_step(lambda *a: None).pending
+
+
+def test_window_cases_fill_the_window():
+    """Some cases start with a full window, so a step that never drops a row cannot pass."""
+    cases = ch11.window_step_cases(seed=0)
+    assert len(cases[0][3]) == 0 and any(len(c[3]) == c[5] for c in cases)
 
 
 def _softmax(s):
@@ -38,54 +44,66 @@ def _softmax(s):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def _step_no_append(q, k, v, K, V):
-    out, _, _ = sol.cached_step(q, k, v, K, V)
-    return out, K, V
+def _attend(q, K, V):
+    return _softmax(K @ q / np.sqrt(len(q))) @ V
 
 
-def _step_without_self(q, k, v, K, V):
+def _win_no_append(q, k, v, K, V, w):
+    return _attend(q, np.vstack([K, k])[-w:], np.vstack([V, v])[-w:]), K, V
+
+
+def _win_no_drop(q, k, v, K, V, w):
     K2, V2 = np.vstack([K, k]), np.vstack([V, v])
-    if len(K) == 0:
-        return v, K2, V2
-    return _softmax(K @ q / np.sqrt(len(q))) @ V, K2, V2
+    return _attend(q, K2, V2), K2, V2
 
 
-def _step_unscaled(q, k, v, K, V):
-    K2, V2 = np.vstack([K, k]), np.vstack([V, v])
-    return _softmax(K2 @ q) @ V2, K2, V2
+def _win_drops_new(q, k, v, K, V, w):
+    K2, V2 = np.vstack([K, k])[:w], np.vstack([V, v])[:w]
+    return _attend(q, K2, V2), K2, V2
 
 
-def _step_prepended(q, k, v, K, V):
-    K2, V2 = np.vstack([k, K]), np.vstack([v, V])
-    return _softmax(K2 @ q / np.sqrt(len(q))) @ V2, K2, V2
+def _win_without_self(q, k, v, K, V, w):
+    K2, V2 = np.vstack([K, k])[-w:], np.vstack([V, v])[-w:]
+    return (_attend(q, K, V) if len(K) else v), K2, V2
 
 
-@pytest.mark.parametrize("fn, words", [(_step_no_append, "still holds"), (_step_without_self, "ignores the new token"),
-                                       (_step_unscaled, "not scaled"), (_step_prepended, "goes last"),
-                                       (lambda *a: 1 / 0, "ZeroDivisionError")])
-def test_cached_step_mistakes_are_named(fn, words):
-    fb = ch11.check_cached_step(fn, seed=4)
+def _win_prepended(q, k, v, K, V, w):
+    K2, V2 = np.vstack([k, K])[:w], np.vstack([v, V])[:w]
+    return _attend(q, K2, V2), K2, V2
+
+
+@pytest.mark.parametrize("fn, words", [(_win_no_append, "still holds"), (_win_no_drop, "drop the oldest row"),
+                                       (_win_drops_new, "LAST window rows"), (_win_without_self, "ignores the new token"),
+                                       (_win_prepended, "goes last"), (lambda *a: 1 / 0, "ZeroDivisionError")])
+def test_window_step_mistakes_are_named(fn, words):
+    fb = ch11.check_window_step(fn, seed=4)
     assert not fb.correct and words in fb.message, fb.message
 
 
-def _gqa_with(k_heads, causal=True):
-    def fn(q, k, v):
-        H, T, d_k = q.shape
-        kk, vv = k_heads(k, H // k.shape[0]), k_heads(v, H // k.shape[0])
-        s = q @ kk.transpose(0, 2, 1) / np.sqrt(d_k)
-        if causal:
-            s = np.where(np.tril(np.ones((T, T), dtype=bool)), s, -np.inf)
-        return _softmax(s) @ vv
+def _gqa_step_with(k_heads):
+    def fn(q, k, v, K, V):
+        K2, V2 = np.concatenate([K, k[:, None]], 1), np.concatenate([V, v[:, None]], 1)
+        r = q.shape[0] // k.shape[0]
+        Kr, Vr = k_heads(K2, r), k_heads(V2, r)
+        w = _softmax(np.einsum("hd,htd->ht", q, Kr) / np.sqrt(q.shape[1]))
+        return np.einsum("ht,htd->hd", w, Vr), K2, V2
     return fn
 
 
+def _gqa_step_repeated_cache(q, k, v, K, V):
+    out, K2, V2 = sol.gqa_step(q, k, v, K, V)
+    r = q.shape[0] // k.shape[0]
+    return out, np.repeat(K2, r, 0), np.repeat(V2, r, 0)
+
+
 @pytest.mark.parametrize("fn, words", [
-    (_gqa_with(lambda a, r: np.tile(a, (r, 1, 1))), "np.repeat along the head axis, not np.tile"),
-    (_gqa_with(lambda a, r: np.repeat(a, r, 0), causal=False), "no causal mask"),
-    (lambda q, k, v: sol.gqa(q[: k.shape[0]], k, v), "one per query head"),
+    (_gqa_step_with(lambda a, r: np.tile(a, (r, 1, 1))), "np.repeat along the head axis, not np.tile"),
+    (lambda q, k, v, K, V: (sol.gqa_step(q, k, v, K, V)[0], K, V), "still holds"),
+    (_gqa_step_repeated_cache, "keeps only the"),
+    (lambda q, k, v, K, V: sol.gqa_step(q[: k.shape[0]], k, v, K, V), "one per query head"),
 ])
-def test_gqa_mistakes_are_named(fn, words):
-    fb = ch11.check_gqa(fn, seed=5)
+def test_gqa_step_mistakes_are_named(fn, words):
+    fb = ch11.check_gqa_step(fn, seed=5)
     assert not fb.correct and words in fb.message, fb.message
 
 

@@ -68,3 +68,26 @@ def test_cache_table_follows_the_formula():
     assert rows[0]["per_token"] == 4 * rows[1]["per_token"]      # 32 vs 8 K/V heads
     assert rows[0]["context"] / rows[0]["weights"] == pytest.approx(0.159, abs=1e-3)
     assert rows[1]["context"] == kv_cache_bytes(32, 8, 128, 4096)
+
+
+def test_cache_table_stops_at_the_models_own_context():
+    gpt2 = ModelConfig("GPT-2 small", "openai-community/gpt2", 12, 12, 12, 64, 1024, 124e6)
+    row = cache_table([gpt2, LLAMA2_7B], n_tokens=4096)[0]
+    assert row["tokens"] == 1024 and row["context"] == kv_cache_bytes(12, 12, 64, 1024)
+
+
+def test_a_two_layer_stack_with_one_cache_per_layer_equals_training():
+    """The page's stack: layer 2 caches projections of layer 1's outputs; step by step = all at once."""
+    from qkv_viz.core.kv_cache import KVCache, decode_step
+    x, l1 = toy_layer()
+    l2 = toy_layer(seed=12)[1]
+    full = causal_self_attention(causal_self_attention(x, l1)[0], l2)[0]
+    caches = [KVCache(4, 4), KVCache(4, 4)]
+    steps = np.array([decode_step(decode_step(x_t, caches[0], l1)[0], caches[1], l2)[0] for x_t in x])
+    assert np.abs(steps - full).max() < 1e-12
+    assert not np.allclose(caches[1].k, caches[0].k)
+
+
+def test_time_generation_samples_uncached_steps():
+    r = time_generation(T=32, d_model=16, n_heads=2, repeats=1, uncached_steps=5)
+    assert r["max_diff"] < 1e-12 and r["uncached_ms_per_token"] > 0

@@ -1,4 +1,4 @@
-"""Chapter 5 exercises: per-query gradients in closed form, the control's init std, a mystery model.
+"""Chapter 5 exercises: per-query gradients in closed form, the control's init std, the matched learning rate.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never
 the answer. Code exercises run the reader's function on fresh random cases
@@ -9,13 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.chapters.ch05_saturation.saturation import diagnose
-from qkv_viz.chapters.feedback import Feedback, check_function, no_answer
-from qkv_viz.core.attention import attention_scores
-from qkv_viz.core.diagnostics import score_std
-from qkv_viz.core.projections import init_projection, project
-
-VERDICTS = ("saturated", "uniform", "healthy")
+from qkv_viz.chapters.ch05_saturation.saturation import matched_lr
+from qkv_viz.chapters.feedback import Feedback, check_function
 
 
 # ---------------------------------------------------------------- exercise 1: per-query gradients
@@ -105,29 +100,41 @@ def check_control_std(fn, seed=None) -> Feedback:
                           diagnose=_diagnose_control_std, atol=1e-12)
 
 
-# ---------------------------------------------------------------- exercise 3: a mystery model
-def mystery_scores(seed: int = 5) -> np.ndarray:
-    """Scores (16, 16) from a model the exercise asks you to diagnose (seeded).
+# ---------------------------------------------------------------- exercise 3: the matched learning rate
+def matched_lr_reference(lr: float, c: float, d_k: int) -> float:
+    """The Adam learning rate at which factor ``c`` trains like the scaled run (c0 = 1/sqrt(d_k)) at ``lr``."""
+    return matched_lr(lr, c, d_k)
 
-    16 tokens with unit-variance embeddings (d_model 256) projected by W_q, W_k
-    (256, 64) from an initialisation you are not told, then scaled by 1/sqrt(d_k).
-    """
+
+def matched_lr_cases(n: int = 6, seed=None) -> list:
+    """(lr, c, d_k): factors on both sides of 1/sqrt(d_k), widths the chapter did not train."""
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal((16, 256))  # (T, d_model)
-    W_q = init_projection(256, 64, seed=seed + 1, std=0.01)  # (d_model, d_k)
-    W_k = init_projection(256, 64, seed=seed + 2, std=0.01)
-    return attention_scores(project(x, W_q), project(x, W_k), scale=True)  # (T, T)
+    cases = []
+    for i in range(n):
+        d_k = int(rng.choice([16, 64, 128, 256, 2048]))
+        c = [1.0, 1.0 / d_k, float(rng.uniform(0.01, 0.5))][i % 3]
+        cases.append((float(rng.choice([1e-4, 3e-4, 1e-3, 3e-3])), c, d_k))
+    return cases
 
 
-def check_mystery(answer, seed: int = 5) -> Feedback:
-    """Exercise 3: diagnose ``mystery_scores(seed)``: "saturated", "uniform" or "healthy"."""
-    if answer is None:
-        return no_answer()
-    answer = str(answer).strip().lower()
-    if answer not in VERDICTS:
-        return Feedback(False, f"Answer with one of {VERDICTS}.")
-    if answer == diagnose(mystery_scores(seed)):
-        return Feedback(True, f"The spread of the scores (row std {score_std(mystery_scores(seed)).mean():.2g}) "
-                              "gives it away.")
-    return Feedback(False, "Hint: compute qkv_viz.score_std(scores).mean() and softmax a row; "
-                           "compare with the step-0 numbers of the runs above.")
+def _diagnose_matched_lr(got, want, case):
+    lr, c, d_k = case
+    got = float(np.asarray(got).reshape(-1)[0]) if np.size(got) == 1 else None
+    if got is None or np.isclose(got, want, rtol=1e-6, atol=0):
+        return None
+    ratio = 1 / (np.sqrt(d_k) * c)  # c0 / c
+    if np.isclose(got, lr / d_k ** 0.25):
+        return f"your answer ignores c (here c = {c:.3g}); only c = 1 gives lr / d_k ** 0.25."
+    if np.isclose(got, lr / np.sqrt(ratio)):
+        return ("the wrong way round: a smaller c means larger W_q, W_k for the same scores, "
+                "and larger parameters need a larger learning rate to move by the same fraction.")
+    if np.isclose(got, lr * ratio) or np.isclose(got, lr / ratio):
+        return ("c multiplies W_q times W_k, so each matrix carries only sqrt(c / c0) of it: "
+                "take a square root.")
+    return None
+
+
+def check_matched_lr(fn, seed=None) -> Feedback:
+    """Exercise 3: ``fn(lr, c, d_k)`` returns the learning rate matched to the scaled run's ``lr``."""
+    return check_function(fn, matched_lr_reference, matched_lr_cases(seed=seed), name="your matched_lr",
+                          diagnose=_diagnose_matched_lr, atol=1e-15)

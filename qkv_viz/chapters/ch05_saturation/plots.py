@@ -52,15 +52,15 @@ def plot_curve(runs: dict, key: str, ax=None, window: int = 1, log: bool = False
     return lines
 
 
-def training_panel(runs: dict, keys=("loss", "acc", "grad_norm_q", "grad_q_median"), window: int = 5,
+def training_panel(runs: dict, keys=("loss", "acc"), window: int = 5,
                    baselines: dict | None = None):
     """Small multiples of the training curves (gradient norms on a log axis). Returns the figure.
 
     ``baselines``: ``{label: accuracy}`` drawn as dotted lines on the accuracy panel, each
     labelled "label NN%" (e.g. the accuracy of attending to one random key).
     """
-    width = min(style.COLUMN_WIDTH - 0.3, 2.15 * len(keys))  # room for the tight bbox's margin
-    fig, axes = plt.subplots(1, len(keys), figsize=(width, 2.9), constrained_layout=True)
+    width = min(style.COLUMN_WIDTH - 0.3, 2.9 * len(keys))  # room for the tight bbox's margin
+    fig, axes = plt.subplots(1, len(keys), figsize=(width, 2.6), constrained_layout=True)
     for ax, key in zip(np.atleast_1d(axes), keys):
         plot_curve(runs, key, ax=ax, window=1 if key.startswith("grad") else window,
                    log=key.startswith("grad"))
@@ -156,7 +156,9 @@ def debug_grid(runs: dict, names=None, step: int = 0, limit: float = 5.0):
         c.hist(scores.ravel(), bins=30, color=COLORS.get(name, "gray"))
         c.set_xlabel(f"all {scores.size} scores")
         c.set_ylabel("count")
-        c.set_title(f"mean row std {score_std(scores).mean():.3g}")
-    fig.colorbar(im_s, ax=axes[:, 0], shrink=0.5, label=f"score (colours clipped at ±{limit:g})")
-    fig.colorbar(im_w, ax=axes[:, 1], shrink=0.5, label=style.WEIGHTS_LABEL, ticks=np.linspace(0, 1, 5))
+        c.set_title(f"this sequence: row std {score_std(scores).mean():.3g}")
+    fig.colorbar(im_s, ax=axes[:, 0], location="bottom", shrink=0.8, aspect=25,
+                 label=f"scores (colours clipped at ±{limit:g})")
+    fig.colorbar(im_w, ax=axes[:, 1], location="bottom", shrink=0.8, aspect=25, label=style.WEIGHTS_LABEL,
+                 ticks=np.linspace(0, 1, 5))
     return fig

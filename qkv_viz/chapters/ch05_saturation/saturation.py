@@ -32,9 +32,25 @@ from qkv_viz.core.attention import resolve_scale
 from qkv_viz.core.diagnostics import entropy, max_weight, score_std
 from qkv_viz.core.validate import positive_int, positive_number
 
-# The chapter's runs, by name. "small init" is the control: no 1/sqrt(d_k) factor,
-# but W_q, W_k initialised small enough that the scores start with std about 1.
-RUNS = ("scaled", "unscaled", "over-scaled", "small init")
+# The chapter's runs, by name, each at the learning rate matched to the scaled run's
+# (``matched_lr``), so they differ only in where the scores start. "small init" (also
+# accepted by ``config_for``) is the control: no factor, W_q, W_k started small enough
+# that the scores start with std about 1; at the matched rate it *is* the scaled run.
+RUNS = ("scaled", "unscaled", "over-scaled")
+
+
+def matched_lr(lr: float, factor: float, d_k: int) -> float:
+    """The Adam learning rate at which a run with score factor ``factor`` moves like the scaled run at ``lr``.
+
+    A factor c on q . k is the same as multiplying W_q and W_k by sqrt(c / c0) each,
+    with c0 = 1/sqrt(d_k). Adam moves every parameter by about lr per step whatever its
+    gradient's size, so the parameters a = sqrt(c0 / c) times larger need a learning
+    rate a times larger: lr * sqrt(c0 / c). Unscaled (c = 1): lr / d_k^(1/4).
+    """
+    positive_number("lr", lr)
+    positive_number("factor", factor)
+    d_k = positive_int("d_k", d_k)
+    return lr * math.sqrt(1.0 / (math.sqrt(d_k) * factor))
 
 
 def control_init_std(d_model: int, d_k: int) -> float:
@@ -262,41 +278,50 @@ def _record(rec: dict, out: dict, W_q, W_k, per_query: torch.Tensor):
         rec[key].append(value)
 
 
-def config_for(name: str, base: SaturationConfig) -> SaturationConfig:
-    """The config of one of the chapter's named runs (see ``RUNS``), built from ``base``.
+def config_for(name: str, base: SaturationConfig, matched: bool = True) -> SaturationConfig:
+    """The config of one of the chapter's named runs (``RUNS`` or "small init"), built from ``base``.
 
     scaled: factor 1/sqrt(d_k); unscaled: factor 1; over-scaled: factor 1/d_k
     (scores too small); small init: factor 1 and W_q, W_k drawn with
-    ``control_init_std`` so the step-0 scores equal the scaled run's.
+    ``control_init_std`` so the step-0 scores equal the scaled run's. With
+    ``matched`` (default) every run but the scaled one gets ``matched_lr(base.lr, ...)``;
+    otherwise all keep ``base.lr``.
     """
     if name == "scaled":
-        return replace(base, scale=True, init_std=None)
-    if name == "unscaled":
-        return replace(base, scale=False, init_std=None)
-    if name == "over-scaled":
-        return replace(base, scale=1.0 / base.d_k, init_std=None)
-    if name == "small init":
-        return replace(base, scale=False, init_std=control_init_std(base.d_model, base.d_k))
-    raise ValueError(f"run name must be one of {RUNS}, got {name!r}")
+        cfg = replace(base, scale=True, init_std=None)
+    elif name == "unscaled":
+        cfg = replace(base, scale=False, init_std=None)
+    elif name == "over-scaled":
+        cfg = replace(base, scale=1.0 / base.d_k, init_std=None)
+    elif name == "small init":
+        cfg = replace(base, scale=False, init_std=control_init_std(base.d_model, base.d_k))
+    else:
+        raise ValueError(f"run name must be one of {RUNS + ('small init',)}, got {name!r}")
+    return replace(cfg, lr=matched_lr(base.lr, cfg.factor, base.d_k)) if matched else cfg
 
 
-def run_named(names=RUNS, d_k: int = 512, seed: int = 0, **overrides) -> dict:
-    """Train each named run (same data, same seed) at one d_k: {name: SaturationResult}."""
+def run_named(names=RUNS, d_k: int = 512, seed: int = 0, matched: bool = True, **overrides) -> dict:
+    """Train each named run (same data, same seed) at one d_k: {name: SaturationResult}.
+
+    ``matched``: each run at the learning rate matched to the scaled run's (``matched_lr``).
+    """
     base = SaturationConfig(d_k=d_k, seed=seed, **overrides)
-    return {name: train_retrieval(config_for(name, base)) for name in names}
+    return {name: train_retrieval(config_for(name, base, matched)) for name in names}
 
 
 def seed_sweep(seeds=(0, 1, 2), d_k: int = 512, steps: int = 60, **overrides) -> list:
     """Scaled, unscaled and the small-init control for several seeds: one dict per seed.
 
-    Keys: seed; scaled_acc, unscaled_acc, small_init_acc (mean accuracy of the last
+    All three at the same nominal learning rate (``matched=False``), so the control's
+    head start is Adam's larger effective step. Keys: seed; scaled_acc, unscaled_acc, small_init_acc (mean accuracy of the last
     20 of ``steps``); scaled_to_90, unscaled_to_90, small_init_to_90 (steps to 90 %
     accuracy, None if not reached); grad_ratio (batch |grad W_q| at step 0, scaled /
     unscaled) and median_grad_ratio (the same for the median query).
     """
     rows = []
     for seed in seeds:
-        runs = run_named(("scaled", "unscaled", "small init"), d_k, seed, steps=steps, **overrides)
+        runs = run_named(("scaled", "unscaled", "small init"), d_k, seed, matched=False, steps=steps,
+                         **overrides)
         s, u, c = runs["scaled"], runs["unscaled"], runs["small init"]
         rows.append(dict(seed=seed, scaled_acc=s.final_acc(), unscaled_acc=u.final_acc(),
                          small_init_acc=c.final_acc(),
@@ -309,15 +334,13 @@ def seed_sweep(seeds=(0, 1, 2), d_k: int = 512, steps: int = 60, **overrides) ->
 
 def summary_table(runs: dict) -> str:
     """A fixed-width text table of the key numbers of each run (rounded, deterministic)."""
-    groups = f"{'':<12}{' at step 0 ':-^58} {' outcome ':-^22}"
-    head = f"{'run':<12}{'score std':>10}{'entropy':>9}{'max w':>7}{'|grad Wq| batch':>16}" \
-           f"{'|grad Wq| median':>17}{'acc@end':>9}{'steps to 90%':>14}"
+    groups = f"{'':<21}{' first batch, step 0 ':-^26} {' outcome ':-^22}"
+    head = f"{'run':<12}{'lr':>9}{'score std':>10}{'entropy':>9}{'max w':>7}{'acc@end':>9}{'steps to 90%':>14}"
     lines = [groups, head]
     for name, r in runs.items():
         reach = r.steps_to(0.9)
-        lines.append(f"{name:<12}{r.score_std[0]:>10.2f}{r.entropy[0]:>9.2f}{r.max_weight[0]:>7.2f}"
-                     f"{r.grad_norm_q[0]:>16.2g}{r.grad_q_median[0]:>17.1e}{r.final_acc():>9.2f}"
-                     f"{'never' if reach is None else reach:>14}")
+        lines.append(f"{name:<12}{r.config.lr:>9.1e}{r.score_std[0]:>10.2f}{r.entropy[0]:>9.2f}"
+                     f"{r.max_weight[0]:>7.2f}{r.final_acc():>9.2f}{'never' if reach is None else reach:>14}")
     T = next(iter(runs.values())).config.seq_len if runs else 1
     lines.append(f"(entropy in nats: 0 for a one-hot row, ln {T} = {np.log(T):.2f} for a uniform one)")
     return "\n".join(lines)

@@ -19,6 +19,8 @@ def control_std(d_model, d_k, x_std):
     return np.sqrt(var_q / (d_model * x_std ** 2))
 
 
-# 3. The scores' rows have a std of a few hundredths (tiny init, std 0.01): every weight is
-#    about 1/16, the rows are uniform.
-MYSTERY = "uniform"
+def matched_lr(lr, c, d_k):
+    """3. Factor c = W_q, W_k each sqrt(c / c0) times the scaled run's (c0 = 1/sqrt(d_k)). Adam moves a
+    parameter by about lr per step, so parameters a = sqrt(c0 / c) times larger need lr * a."""
+    c0 = 1 / np.sqrt(d_k)
+    return lr * np.sqrt(c0 / c)

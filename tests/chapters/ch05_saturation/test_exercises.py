@@ -15,10 +15,10 @@ def test_solutions_pass_their_checkers():
     for _ in range(3):  # fresh random cases on every call
         assert ch05.check_query_grad_norms(sol.query_grad_norms)
         assert ch05.check_control_std(sol.control_std)
-    assert ch05.check_mystery(sol.MYSTERY)
+        assert ch05.check_matched_lr(sol.matched_lr)
 
 
-@pytest.mark.parametrize("check", [ch05.check_query_grad_norms, ch05.check_control_std, ch05.check_mystery])
+@pytest.mark.parametrize("check", [ch05.check_query_grad_norms, ch05.check_control_std, ch05.check_matched_lr])
 def test_placeholder_is_pending(check):
     fb = check(None)
     assert not fb.correct and fb.pending and "No answer yet" in fb.message
@@ -77,6 +77,24 @@ def test_control_init_std_for_gives_unit_spread():
     assert (q @ k.T).std() == pytest.approx(1.0, rel=0.1)
 
 
-def test_mystery_is_judged_by_diagnose():
-    assert sol.MYSTERY == diagnose(ch05.mystery_scores())
-    assert not ch05.check_mystery("saturated") and not ch05.check_mystery("nonsense")
+@pytest.mark.parametrize("wrong, says", [
+    (lambda lr, c, d_k: lr / d_k ** 0.25, "ignores c"),
+    (lambda lr, c, d_k: lr * np.sqrt(np.sqrt(d_k) * c), "wrong way round"),
+    (lambda lr, c, d_k: lr / (np.sqrt(d_k) * c), "square root"),
+])
+def test_matched_lr_mistakes_are_named(wrong, says):
+    fb = ch05.check_matched_lr(wrong, seed=0)
+    assert not fb.correct and not fb.pending
+    assert says in fb.message, fb.message
+
+
+def test_matched_lr_trains_like_the_scaled_run():
+    """The reference's rate makes a run with another factor train exactly like the scaled run (Adam)."""
+    from dataclasses import replace
+    from qkv_viz.chapters.ch05_saturation.saturation import train_retrieval
+    base = SaturationConfig(d_k=64, steps=20)
+    s = train_retrieval(replace(base, scale=True))
+    c = 0.5  # scores = 0.5 q.k; W_q, W_k each sqrt(c0 / c) smaller give the scaled run's scores
+    std = np.sqrt((1 / np.sqrt(base.d_k)) / c) / np.sqrt(base.d_model)
+    other = train_retrieval(replace(base, scale=c, init_std=std, lr=ch05.matched_lr_reference(base.lr, c, 64)))
+    np.testing.assert_allclose(other.loss, s.loss, atol=1e-4)

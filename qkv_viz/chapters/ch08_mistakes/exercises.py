@@ -1,5 +1,5 @@
-"""Chapter 8 exercises: a fused matrix's shape, float16's overflow limit, a stable softmax
-written by the reader, and a bug to find in a given attention function.
+"""Chapter 8 exercises: split a per-head fused QKV result, and find the two bugs in a given
+attention function.
 
 Every checker takes the reader's answer (``None`` until they give one) and
 returns a :class:`~qkv_viz.chapters.feedback.Feedback` that never reveals the answer.
@@ -8,96 +8,55 @@ from __future__ import annotations
 
 import numpy as np
 
+from qkv_viz.chapters.ch08_mistakes.mistakes import split_per_head, split_per_head_as_blocks
+from qkv_viz.chapters.feedback import Feedback, check_function
 from qkv_viz.core.attention import scaled_dot_product_attention
-from qkv_viz.core.softmax import softmax
-from qkv_viz.chapters.feedback import Feedback, check_close, check_exact, check_function
 
-# ---------------------------------------------------------------- 1. fused shape
-
-FUSED_HINT = "x @ W_qkv must give Q, K and V side by side; how wide is each of them for all heads?"
+# ---------------------------------------------------------------- 1. split the per-head layout
 
 
-def check_fused_shape(answer) -> Feedback:
-    """d_model = 512, 8 heads of d_k = d_v = 64. Shape (rows, columns) of the fused W_qkv
-    in the book's x @ W layout?"""
-    expected = (512, 3 * 8 * 64)
-    if answer is not None and _as_int_tuple(answer) == expected[::-1]:
-        return Feedback(False, "That is torch's (out, in) layout; the book writes x @ W. Hint: " + FUSED_HINT)
-    return check_exact(answer, expected, FUSED_HINT, praise="Three (512, 512) blocks side by side.")
-
-
-def _as_int_tuple(answer):
-    try:
-        return tuple(int(a) for a in answer)
-    except (TypeError, ValueError):
-        return None
-
-
-# ---------------------------------------------------------------- 2. float16 limit
-
-
-def check_overflow_limit(answer) -> Feedback:
-    """Half precision: past which logit x (2 decimals) does exp(x) overflow in float16?"""
-    expected = float(np.log(float(np.finfo(np.float16).max)))
-    return check_close(answer, expected, rtol=0, atol=0.01,
-                       hint="exp(x) overflows once x passes the natural log of the largest number "
-                            "the type can hold; np.finfo(np.float16) tells you that number.")
-
-
-# ---------------------------------------------------------------- 3. write a stable softmax
-
-BROADCAST_HINT = (" Hint: reduce with keepdims=True, e.g. s.max(axis=-1, keepdims=True) has shape (T, 1), "
-                  "which broadcasts against (T, S); without it the shape is (T,).")
-
-
-def _run_checker(fn, reference, cases, name, diagnose, praise) -> Feedback:
-    """check_function with numpy's overflow warnings silenced (the feedback names the overflow)
-    and a keepdims hint added to a broadcasting error."""
-    with np.errstate(all="ignore"):
-        fb = check_function(fn, reference, cases, name=name, diagnose=diagnose, praise=praise)
-    if not fb and "could not be broadcast" in fb.message:
-        return Feedback(False, fb.message.rstrip() + BROADCAST_HINT)
-    return fb
-
-
-def softmax_cases(seed=None) -> list:
-    """Fresh logits for the softmax checker: small rows, a batch of rows, and huge logits.
-
-    Returns a list of 1-tuples: (4,) around 0, (3, 5) around 0, (2, 6) around
-    1000 (naive exp overflows) and (2, 3) around -1000 (naive exp underflows to 0/0).
-    """
+def split_cases(seed=None) -> list:
+    """(qkv, n_heads) pairs: fused results laid out (n, H, 3, d_head), with n, H, d_head all
+    different so a swapped axis shows in the shape or the numbers."""
     rng = np.random.default_rng(seed)
-    return [(rng.normal(size=4),), (rng.normal(size=(3, 5)),),
-            (1000.0 + 3 * rng.normal(size=(2, 6)),), (-1000.0 + rng.normal(size=(2, 3)),)]
+    return [(rng.normal(size=(n, 3 * H * d_head)), H) for n, H, d_head in [(5, 2, 3), (4, 3, 2), (7, 4, 5)]]
 
 
-def _diagnose_softmax(got, want, case) -> str | None:
-    (s,) = case
-    if not np.all(np.isfinite(got)):
-        around = float(np.round(np.median(s), -2))  # these cases sit near 0, 1000 or -1000
-        return (f"overflow: your function gives NaN/inf for logits around {around:.0f} (exp(1000) is inf "
-                f"and exp(-1000) is 0 in float64). Subtract each row's max before exp "
-                f"(keepdims=True): the answer does not change, and no exponent is above 0.")
-    sums = got.sum(axis=-1)
-    if not np.allclose(sums, 1.0, atol=1e-6):
-        if got.ndim == 2 and np.allclose(got.sum(axis=0), 1.0, atol=1e-6):
-            return "the columns sum to 1, not the rows: normalise over the last axis (axis=-1)."
-        return (f"the rows sum to {np.round(sums, 3).tolist()}, not 1: divide by the row sum "
-                f"(axis=-1, keepdims=True).")
+def _eq(a, b) -> bool:
+    return np.shape(a) == np.shape(b) and np.allclose(a, b)
+
+
+def _diagnose_split(got, want, case) -> str | None:
+    qkv, n_heads = case
+    if not isinstance(got, tuple) or len(got) != 3:
+        return None
+    n, width = qkv.shape
+    d_head = width // (3 * n_heads)
+    blocks = split_per_head_as_blocks(qkv, n_heads)
+    if all(_eq(g, b) for g, b in zip(got, blocks)):
+        return ("you split the columns into three blocks [Q | K | V]. This layout is (n, H, 3, d_head): "
+                "head 0's q, k, v come first, then head 1's. Reshape to that first.")
+    if got[0].shape == (n_heads, n, d_head) and _eq(got[0].reshape(n, n_heads, d_head), want[0].swapaxes(0, 1)):
+        return ("the numbers are right but in the wrong order: put the head axis first with a transpose, "
+                "not a reshape (a reshape keeps the memory order: tokens first).")
+    if _eq(got[0], want[1]) or _eq(got[1], want[0]):
+        return "q and k are swapped: in each head the order is q, then k, then v."
     return None
 
 
-def check_stable_softmax(fn, seed=None) -> Feedback:
-    """The reader's ``fn(s)``: softmax over the last axis, finite even for logits near +-1000."""
-    return _run_checker(fn, lambda s: softmax(s, axis=-1), softmax_cases(seed), "your softmax", _diagnose_softmax,
-                        "Finite and right for small logits, a batch of rows, and logits near ±1000.")
+def check_split_per_head(fn, seed=None) -> Feedback:
+    """Exercise 1: ``fn(qkv, n_heads)`` -> ``(q, k, v)``, each (H, n, d_head), from a fused
+    result (n, 3 H d_head) laid out (n, H, 3, d_head)."""
+    return check_function(fn, split_per_head, split_cases(seed), name="your split", diagnose=_diagnose_split,
+                          returns=("q", "k", "v"), shape_hints=True,
+                          praise="Every head gets its own q, k and v: the per-head layout read right.")
 
 
-# ---------------------------------------------------------------- 4. find the bug
+# ---------------------------------------------------------------- 2. find the two bugs
 
 
 def attention_buggy(q, k, v):
-    """Attention with ONE bug (the exercise). q (T, d_k), k (S, d_k), v (S, d_v) -> (T, d_v)."""
+    """Attention with TWO bugs (the exercise). q (T, d_k), k (S, d_k), v (S, d_v) -> (T, d_v)."""
     d_k = q.shape[-1]
     scores = q @ k.T / np.sqrt(d_k)                 # (T, d_k) @ (d_k, S) -> (T, S)
     weights = np.exp(scores - scores.max())         # (T, S), every exponent <= 0
@@ -106,11 +65,17 @@ def attention_buggy(q, k, v):
 
 
 def attention_cases(seed=None) -> list:
-    """Fresh (q, k, v) triples with T != S and d_k != d_v, so no bug hides behind equal sizes."""
+    """Fresh (q, k, v) triples with T != S and d_k != d_v, so no bug hides behind equal sizes;
+    the last has a query whose scores lie about 800 below another query's (one max for the
+    whole matrix underflows that row to 0/0)."""
     rng = np.random.default_rng(seed)
     cases = []
     for T, S, d_k, d_v in [(3, 5, 4, 2), (6, 4, 8, 3), (2, 7, 16, 5)]:
         cases.append((rng.normal(size=(T, d_k)), rng.normal(size=(S, d_k)), rng.normal(size=(S, d_v))))
+    k = rng.normal(size=(4, 2))
+    q = rng.normal(size=(3, 2))
+    q[0] = 800 * np.sqrt(2) * k[0] / (k[0] @ k[0])          # query 0 scores 800 on key 0
+    cases.append((q, k, rng.normal(size=(4, 3))))
     return cases
 
 
@@ -118,17 +83,36 @@ def _reference_attention(q, k, v):
     return scaled_dot_product_attention(q, k, v)[0]
 
 
+def _columns_normalised(q, k, v):
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=0)) @ v
+
+
 def _diagnose_attention(got, want, case) -> str | None:
     q, k, v = case
-    if np.allclose(got, attention_buggy(q, k, v)):
-        return ("your function returns exactly what attention_buggy returns. Each QUERY's weights "
-                "must add up to 1: check which axis the sum runs over.")
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    far = s.max() - s.max(axis=-1) > 700                    # rows whose exp(s - global max) underflows
+    if np.any(far) and not np.allclose(got[far], want[far]):
+        return ("a query whose scores all lie far below the largest score of the whole matrix comes out "
+                "0/0 (or 0): exp underflows. One max for everything is the second bug: subtract each "
+                "row's own max (axis=-1, keepdims=True).")
+    if np.allclose(got, attention_buggy(q, k, v)) or np.allclose(got, _columns_normalised(q, k, v)):
+        return ("each KEY's weights add up to 1 in your function, not each query's: "
+                "check which axis the sum runs over.")
     if np.allclose(got, scaled_dot_product_attention(q, k, v, scale=False)[0]):
-        return "you dropped the 1/sqrt(d_k): the bug was elsewhere, keep the scaling."
+        return "you dropped the 1/sqrt(d_k): the bugs were elsewhere, keep the scaling."
     return None
 
 
 def check_attention_fixed(fn, seed=None) -> Feedback:
-    """The reader's corrected ``fn(q, k, v) -> (T, d_v)`` against the package's attention."""
-    return _run_checker(fn, _reference_attention, attention_cases(seed), "your attention", _diagnose_attention,
-                        "Each query's weights now sum to 1, and the output matches the package.")
+    """Exercise 2: the reader's corrected ``fn(q, k, v) -> (T, d_v)`` against the package's attention."""
+    with np.errstate(all="ignore"):
+        fb = check_function(fn, _reference_attention, attention_cases(seed), name="your attention",
+                            diagnose=_diagnose_attention,
+                            praise="Each query's weights sum to 1, every row stays finite, and the output "
+                                   "matches the package.")
+    if not fb and "could not be broadcast" in fb.message:
+        return Feedback(False, fb.message.rstrip() + " Hint: reduce with keepdims=True: "
+                        "s.max(axis=-1, keepdims=True) has shape (T, 1), which broadcasts against (T, S).")
+    return fb

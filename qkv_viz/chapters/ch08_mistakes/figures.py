@@ -1,49 +1,50 @@
-"""Chapter 8's pictures: where the columns of a fused Q|K|V result end up after a split."""
+"""Chapter 8's pictures: where the columns of a per-head fused QKV result end up after a split."""
 from __future__ import annotations
 
 import numpy as np
 from matplotlib.colors import ListedColormap
 
+from qkv_viz.chapters.ch08_mistakes.mistakes import split_per_head, split_per_head_as_blocks
 from qkv_viz.core.validate import positive_int
 from qkv_viz.viz import style
 
 ROLE_NAMES = ("Q", "K", "V")
 
 
-def split_origin(d: int, wrong: bool) -> np.ndarray:
-    """Which fused column each split output reads: (3, d) integer column indices.
-
-    Row 0 is what becomes q, row 1 k, row 2 v. The fused result has columns
-    0..d-1 from W_q, d..2d-1 from W_k, 2d..3d-1 from W_v.
+def split_origin(n_heads: int, d_head: int, wrong: bool) -> np.ndarray:
+    """Which fused column each split output reads, for a per-head layout (n, H, 3, d_head):
+    (3, H d_head) integer column indices. Row 0 becomes q (its heads side by side), row 1 k,
+    row 2 v. ``wrong``: the block split ``np.split(qkv, 3, axis=-1)`` instead of the per-head one.
     """
-    d = positive_int("d", d)
-    columns = np.arange(3 * d)[None, :]  # (1, 3d): one row whose entries are column indices
-    if wrong:
-        return columns.reshape(1, d, 3).transpose(2, 0, 1)[:, 0, :]  # reshape(n, d, 3) bug -> (3, d)
-    return np.stack(np.split(columns[0], 3))  # three blocks -> (3, d)
+    n_heads, d_head = positive_int("n_heads", n_heads), positive_int("d_head", d_head)
+    width = 3 * n_heads * d_head
+    columns = np.arange(width, dtype=float)[None, :]      # (1, width): one row whose entries are column indices
+    split = split_per_head_as_blocks if wrong else split_per_head
+    parts = split(columns, n_heads)                       # 3 x (H, 1, d_head)
+    return np.stack([p[:, 0, :].reshape(-1) for p in parts]).astype(int)   # (3, H d_head)
 
 
-def plot_split(d: int = 4, wrong: bool = False, ax=None, title: str | None = None):
-    """Draw the (3, d) split as cells coloured by where each column really came from.
-
-    Each cell shows the fused column index; its colour is Q, K or V (the book's
-    QUERY/KEY/VALUE colours). A right split gives three single-coloured rows.
-    Returns the image and the text artists.
+def plot_split(n_heads: int = 2, d_head: int = 2, wrong: bool = False, ax=None, title: str | None = None):
+    """Draw the (3, H d_head) split as cells coloured by the matrix each column really came from,
+    labelled with that matrix and head ("K1" = a column of head 1's key). A right split gives
+    three single-coloured rows, each head in its place. Returns the image and the text artists.
     """
     import matplotlib.pyplot as plt
 
-    origin = split_origin(d, wrong)  # (3, d) column indices
-    role = origin // d  # (3, d): 0 = came from W_q, 1 = W_k, 2 = W_v
+    origin = split_origin(n_heads, d_head, wrong)          # (3, H d_head) fused column indices
+    role = (origin // d_head) % 3                          # 0 = W_q, 1 = W_k, 2 = W_v
+    head = origin // (3 * d_head)
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.45, 0.45))
     cmap = ListedColormap([style.QUERY_COLOR, style.KEY_COLOR, style.VALUE_COLOR])
     im = ax.imshow(role, cmap=cmap, vmin=-0.5, vmax=2.5, aspect="auto")
-    texts = [ax.text(j, i, f"{ROLE_NAMES[role[i, j]]}{origin[i, j]}", ha="center", va="center",
+    texts = [ax.text(j, i, f"{ROLE_NAMES[role[i, j]]}{head[i, j]}", ha="center", va="center",
                      color="white", fontsize=style.ANNOTATION_PT, fontweight="bold")
              for (i, j), _ in np.ndenumerate(origin)]
     ax.set_yticks(range(3), ["q", "k", "v"])
-    ax.set_xticks(range(d), [str(j) for j in range(d)])
-    ax.set_xlabel("column of the split result")
+    ax.set_xticks([h * d_head + (d_head - 1) / 2 for h in range(n_heads)], [f"head {h}" for h in range(n_heads)])
+    for h in range(1, n_heads):
+        ax.axvline(h * d_head - 0.5, color="white", lw=3)
     ax.set_ylabel("split output")
     for spine in ax.spines.values():
         spine.set_visible(False)

@@ -3,7 +3,8 @@
 1. Weighting V with Q instead of with softmax(Q K^T / sqrt(d_k)).
 2. Assuming K and V must be the same projection.
 3. Fusing W_q, W_k, W_v into one matrix: exact, and timed here; splitting the
-   fused result the wrong way (a reshape that interleaves Q, K and V) is not.
+   fused result with the wrong layout in mind (blocks [Q | K | V] versus per head
+   (n, H, 3, d_head)) is not.
 4. Naive softmax overflowing (see ``qkv_viz.core.softmax.naive_softmax``).
 5. "Bigger q . k is better": only differences count; large ones saturate softmax.
 
@@ -135,18 +136,42 @@ def split_fused_right(qkv, d: int):
     return tuple(np.split(qkv, 3, axis=-1))  # (n, 3d) -> 3 x (n, d)
 
 
-def split_fused_wrong(qkv, d: int):
-    """The bug: ``qkv.reshape(n, d, 3)`` reads the columns as if Q, K, V were interleaved.
+def _per_head_input(name: str, a, n_heads) -> tuple[np.ndarray, int]:
+    """``a`` as a 2-D float array whose width is 3 * n_heads * d_head; returns (a, d_head)."""
+    a = as_array(name, a, ndim=2)
+    n_heads = positive_int("n_heads", n_heads)
+    if a.shape[1] % (3 * n_heads):
+        raise ValueError(f"{name}'s width {a.shape[1]} (shape {a.shape}) is not 3 * n_heads = {3 * n_heads} "
+                         f"times a head size")
+    return a, a.shape[1] // (3 * n_heads)
 
-    Same shapes as the right split, no error: Q gets columns 0, 3, 6, ...,
-    K gets 1, 4, 7, ..., V gets 2, 5, 8, ... of the fused result.
-    """
-    qkv = as_array("qkv", qkv, ndim=2)
-    d = positive_int("d", d)
-    if qkv.shape[1] != 3 * d:
-        raise ValueError(f"qkv must have 3*d = {3 * d} columns, got shape {qkv.shape}")
-    n = qkv.shape[0]
-    return tuple(qkv.reshape(n, d, 3).transpose(2, 0, 1))  # (n, 3d) -> (n, d, 3) -> 3 x (n, d)
+
+def interleave_heads(W_qkv, n_heads: int) -> np.ndarray:
+    """Reorder a block-layout fused matrix [W_q | W_k | W_v] (d_model, 3 H d_head) into the
+    per-head layout (d_model, H, 3, d_head), flattened back to (d_model, 3 H d_head): for
+    each head its q, then k, then v columns (how BLOOM and Megatron-LM store theirs)."""
+    W_qkv, d_head = _per_head_input("W_qkv", W_qkv, n_heads)
+    d_model, width = W_qkv.shape
+    blocks = W_qkv.reshape(d_model, 3, n_heads, d_head)      # (d_model, 3, H, d_head)
+    return blocks.transpose(0, 2, 1, 3).reshape(d_model, width)   # (d_model, H, 3, d_head) -> (d_model, 3 H d_head)
+
+
+def split_per_head(qkv, n_heads: int):
+    """Split a per-head fused result (n, 3 H d_head), laid out (n, H, 3, d_head), into
+    q, k, v of shape (H, n, d_head) each (heads first, ready for attention)."""
+    qkv, d_head = _per_head_input("qkv", qkv, n_heads)
+    n, width = qkv.shape
+    q, k, v = qkv.reshape(n, n_heads, 3, d_head).transpose(2, 1, 0, 3)   # (n, H, 3, d_head) -> (3, H, n, d_head)
+    return q, k, v
+
+
+def split_per_head_as_blocks(qkv, n_heads: int):
+    """The bug: the block split ``np.split(qkv, 3, axis=-1)`` (then heads) applied to a
+    per-head layout. Same shapes as :func:`split_per_head`, no error, wrong columns."""
+    qkv, d_head = _per_head_input("qkv", qkv, n_heads)
+    n, width = qkv.shape
+    return tuple(a.reshape(n, n_heads, d_head).transpose(1, 0, 2)   # (n, H d_head) -> (H, n, d_head)
+                 for a in np.split(qkv, 3, axis=-1))
 
 
 def _time_once(fn) -> float:

@@ -47,3 +47,27 @@ def test_stable_softmax_is_the_same_for_every_shift():
 def test_scaled_toy_scores_give_chapter_3s_weights():
     np.testing.assert_allclose(softmax(np.array([2.0, 5.0, 1.0]) / np.sqrt(2)), [0.10, 0.85, 0.05], atol=0.005)
     np.testing.assert_allclose(softmax(np.array([2.0, 5.0, 1.0])), [0.047, 0.936, 0.017], atol=0.0005)
+
+
+def test_adding_a_constant_to_every_score_changes_nothing():
+    dots = np.array([2.0, 5.0, 1.0])
+    np.testing.assert_allclose(softmax(dots), softmax(dots + 100))
+
+
+def test_torch_stores_bert_sized_fused_weights_out_by_in():
+    assert tuple(torch.nn.MultiheadAttention(768, 12).in_proj_weight.shape) == (2304, 768)
+
+
+def test_the_shape_keeping_bugs_keep_the_shape_and_change_the_weights():
+    from qkv_viz import causal_mask, masked_softmax
+    code = [2, 0, 3, 1]
+    k = 3 * np.eye(4)[code]
+    q = 3 * np.eye(4)[[code[0]] + code[:3]]
+    causal = causal_mask(4)
+    right = masked_softmax(q @ k.T / 2, causal)
+    np.testing.assert_array_equal(right.argmax(-1), [0, 0, 1, 2])       # each query finds its previous token
+    for wrong in (masked_softmax(q @ k / 2, causal), masked_softmax(q @ k.T / 2, ~causal)):
+        assert wrong.shape == right.shape and np.abs(wrong - right).max() > 0.4
+    head_right = masked_softmax(q[:, :2] @ k[:, :2].T / np.sqrt(2), causal)
+    head_wrong = masked_softmax(q.reshape(2, 4, 2)[0] @ k.reshape(2, 4, 2)[0].T / np.sqrt(2), causal)
+    assert np.abs(head_wrong - head_right).max() > 0.4

@@ -1,84 +1,93 @@
 """Chapter 8 exercise checkers: each worked solution passes, each placeholder is "no answer yet",
 and wrong answers get a precise message that does not give the answer away."""
+import inspect
+import json
+import pathlib
+
 import numpy as np
 import pytest
 
 from qkv_viz.chapters.ch08_mistakes import exercises as ch08
+from qkv_viz.chapters.ch08_mistakes import mistakes
 from qkv_viz.chapters.ch08_mistakes import solutions as sol
-from qkv_viz.core.softmax import naive_softmax
 
 
 def _stub(*args):
     return None  # the answer cell as the reader first sees it
 
 
-def test_solutions_pass_their_checkers():
-    assert ch08.check_fused_shape(sol.FUSED_SHAPE)
-    assert ch08.check_overflow_limit(sol.OVERFLOW_LIMIT_FLOAT16)
-    for seed in (0, 1, 2):
-        assert ch08.check_stable_softmax(sol.stable_softmax, seed=seed)
-        assert ch08.check_attention_fixed(sol.attention_fixed, seed=seed)
+@pytest.mark.parametrize("seed", [None, 0, 1, 2])
+def test_solutions_pass_their_checkers(seed):
+    assert ch08.check_split_per_head(sol.split_per_head, seed=seed)
+    assert ch08.check_attention_fixed(sol.attention_fixed, seed=seed)
 
 
-@pytest.mark.parametrize("checker", [ch08.check_fused_shape, ch08.check_overflow_limit,
-                                     ch08.check_stable_softmax, ch08.check_attention_fixed])
-def test_none_is_pending_not_wrong(checker):
-    fb = checker(None)
-    assert not fb and fb.pending and "No answer yet" in fb.message
+@pytest.mark.parametrize("checker", [ch08.check_split_per_head, ch08.check_attention_fixed])
+def test_none_and_stub_are_pending_not_wrong(checker):
+    for answer in (None, _stub):
+        fb = checker(answer)
+        assert not fb and fb.pending and "No answer yet" in fb.message
 
 
-@pytest.mark.parametrize("checker", [ch08.check_stable_softmax, ch08.check_attention_fixed])
-def test_untouched_stub_is_pending(checker):
-    fb = checker(_stub)
-    assert not fb and fb.pending and "return None" in fb.message
+# ---------------------------------------------------------------- exercise 1
+def _reshape_without_transpose(qkv, H):
+    n = qkv.shape[0]
+    d = qkv.shape[1] // (3 * H)
+    per_head = qkv.reshape(n, H, 3, d)
+    return tuple(per_head[:, :, r].reshape(H, n, d) for r in range(3))
 
 
-def test_fused_shape_wrong_answers():
-    assert "torch's (out, in)" in ch08.check_fused_shape((1536, 512)).message
-    for wrong in [(512, 512), (512, 192), "x"]:
-        fb = ch08.check_fused_shape(wrong)
-        assert not fb and not fb.pending and "1536" not in fb.message
+def _q_k_swapped(qkv, H):
+    q, k, v = sol.split_per_head(qkv, H)
+    return k, q, v
 
 
-def test_overflow_limit_wrong_answers():
-    for wrong in [709.78, 88.72, float("nan"), "x"]:
-        fb = ch08.check_overflow_limit(wrong)
-        assert not fb and f"{sol.OVERFLOW_LIMIT_FLOAT16:.2f}" not in fb.message
+@pytest.mark.parametrize("fn,words", [(mistakes.split_per_head_as_blocks, "three blocks"),
+                                      (_reshape_without_transpose, "transpose, not a reshape"),
+                                      (_q_k_swapped, "swapped")])
+def test_split_mistakes_are_named(fn, words):
+    fb = ch08.check_split_per_head(fn, seed=0)
+    assert not fb and words in fb.message and "transpose(2, 1, 0, 3)" not in fb.message, fb.message
 
 
-def test_naive_softmax_is_told_it_overflows():
-    fb = ch08.check_stable_softmax(lambda s: naive_softmax(s, axis=-1), seed=0)
-    assert not fb and "overflow" in fb.message and "around 1000" in fb.message
-    assert "subtract each row's max" in fb.message.lower()
+def test_split_tokens_last_is_a_shape_message():
+    fb = ch08.check_split_per_head(lambda qkv, H: tuple(a.swapaxes(0, 1) for a in sol.split_per_head(qkv, H)), seed=0)
+    assert not fb and "shape" in fb.message
 
 
-def test_softmax_over_the_wrong_axis_or_unnormalised():
-    fb = ch08.check_stable_softmax(lambda s: sol.stable_softmax(np.swapaxes(s, 0, -1)).swapaxes(0, -1)
-                                   if np.ndim(s) == 2 else sol.stable_softmax(s), seed=0)
-    assert not fb and "columns sum to 1" in fb.message
-    fb = ch08.check_stable_softmax(lambda s: np.exp(s - np.max(s, axis=-1, keepdims=True)), seed=0)
-    assert not fb and "not 1" in fb.message
+# ---------------------------------------------------------------- exercise 2
+def _axis_fixed_only(q, k, v):                # keeps the global max
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    w = np.exp(s - s.max())
+    return (w / w.sum(axis=-1, keepdims=True)) @ v
 
 
-def test_buggy_attention_is_refused_with_the_axis_hint():
-    fb = ch08.check_attention_fixed(ch08.attention_buggy, seed=0)
-    assert not fb and "which axis" in fb.message and "axis=-1" not in fb.message
+def _max_fixed_only(q, k, v):                 # keeps the column sum
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    w = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (w / w.sum(axis=0)) @ v
 
 
-def test_buggy_attention_really_differs_and_columns_sum_to_one():
-    q, k, v = ch08.attention_cases(seed=3)[0]
-    assert not np.allclose(ch08.attention_buggy(q, k, v), sol.attention_fixed(q, k, v))
-    v_eye = np.eye(k.shape[0])  # with V = I the output IS the weight matrix
-    np.testing.assert_allclose(ch08.attention_buggy(q, k, v_eye).sum(axis=0), 1.0)
+def _unscaled(q, k, v):
+    s = q @ k.T
+    w = np.exp(s - s.max(-1, keepdims=True))
+    return (w / w.sum(-1, keepdims=True)) @ v
 
 
-def test_unscaled_fix_is_named():
-    def unscaled(q, k, v):
-        s = q @ k.T
-        w = np.exp(s - s.max(-1, keepdims=True))
-        return (w / w.sum(-1, keepdims=True)) @ v
-    fb = ch08.check_attention_fixed(unscaled, seed=0)
-    assert not fb and "1/sqrt(d_k)" in fb.message
+@pytest.mark.parametrize("fn,words", [(ch08.attention_buggy, "which axis"), (_max_fixed_only, "which axis"),
+                                      (_axis_fixed_only, "each row's own max"), (_unscaled, "1/sqrt(d_k)")])
+def test_attention_mistakes_are_named(fn, words):
+    fb = ch08.check_attention_fixed(fn, seed=0)
+    assert not fb and words in fb.message and "axis=0" not in fb.message, fb.message
+
+
+def test_the_global_max_survives_every_case_but_the_far_row():
+    cases = ch08.attention_cases(seed=0)
+    for q, k, v in cases[:-1]:
+        np.testing.assert_allclose(_axis_fixed_only(q, k, v), sol.attention_fixed(q, k, v), atol=1e-10)
+    q, k, v = cases[-1]
+    with np.errstate(all="ignore"):
+        assert not np.all(np.isfinite(_axis_fixed_only(q, k, v)))
 
 
 def test_errors_in_the_readers_code_are_feedback():
@@ -86,23 +95,18 @@ def test_errors_in_the_readers_code_are_feedback():
     assert not fb and "raised ValueError" in fb.message
 
 
-def test_notebook_shows_the_same_buggy_function_the_checker_uses():
-    import inspect
-    import json
-    import pathlib
+def test_missing_keepdims_gets_a_hint():
+    def no_keepdims(q, k, v):
+        s = q @ k.T / np.sqrt(q.shape[-1])
+        e = np.exp(s - s.max(axis=-1))
+        return (e / e.sum(axis=-1)) @ v
+    fb = ch08.check_attention_fixed(no_keepdims, seed=0)
+    assert not fb and "keepdims=True" in fb.message
 
+
+def test_notebook_shows_the_same_buggy_function_the_checker_uses():
     nb = pathlib.Path(__file__).resolve().parents[3] / "notebooks" / "08_common_mistakes.ipynb"
     text = "".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "markdown")
     body = inspect.getsource(ch08.attention_buggy).splitlines()
     for line in [body[0]] + body[2:]:  # skip the docstring line
         assert line in text, line
-
-
-def test_missing_keepdims_gets_a_hint_and_no_warning(recwarn):
-    def no_keepdims(s):
-        e = np.exp(s - s.max(axis=-1))
-        return e / e.sum(axis=-1)
-    fb = ch08.check_stable_softmax(no_keepdims, seed=0)
-    assert not fb and "could not be broadcast" in fb.message and "keepdims=True" in fb.message
-    ch08.check_stable_softmax(lambda s: np.exp(s) / np.exp(s).sum(axis=-1, keepdims=True), seed=0)
-    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

@@ -112,17 +112,28 @@ def test_split_fused_right_matches_separate_projections():
         np.testing.assert_allclose(got, want, atol=1e-12)
 
 
-def test_split_fused_wrong_interleaves_columns():
-    qkv = np.arange(2 * 9, dtype=float).reshape(2, 9)  # n = 2, d = 3
-    q, k, v = mistakes.split_fused_wrong(qkv, 3)
-    np.testing.assert_array_equal(q, qkv[:, 0::3])
-    np.testing.assert_array_equal(k, qkv[:, 1::3])
-    np.testing.assert_array_equal(v, qkv[:, 2::3])
-    assert q.shape == k.shape == v.shape == (2, 3)
+def test_interleaved_layout_split_per_head_gives_each_heads_projections():
+    rng = np.random.default_rng(7)
+    n, H, d_head, d_model = 5, 3, 2, 8
+    x = rng.normal(size=(n, d_model))
+    W_q, W_k, W_v = (init_projection(d_model, H * d_head, s) for s in (1, 2, 3))
+    W_heads = mistakes.interleave_heads(np.concatenate([W_q, W_k, W_v], axis=1), H)
+    np.testing.assert_array_equal(W_heads[:, :d_head], W_q[:, :d_head])              # head 0's q first,
+    np.testing.assert_array_equal(W_heads[:, d_head:2 * d_head], W_k[:, :d_head])    # then head 0's k
+    q, k, v = mistakes.split_per_head(x @ W_heads, H)
+    for got, W in zip((q, k, v), (W_q, W_k, W_v)):
+        want = (x @ W).reshape(n, H, d_head).transpose(1, 0, 2)                     # (H, n, d_head)
+        np.testing.assert_allclose(got, want, atol=1e-12)
+    q_w, _, _ = mistakes.split_per_head_as_blocks(x @ W_heads, H)
+    assert q_w.shape == q.shape and not np.allclose(q_w, q)
+
+
+def test_per_head_splits_reject_a_width_not_divisible():
+    for fn in (mistakes.split_per_head, mistakes.split_per_head_as_blocks, mistakes.interleave_heads):
+        with pytest.raises(ValueError, match=r"\(2, 9\).*3 \* n_heads = 6"):
+            fn(np.zeros((2, 9)), 2)
 
 
 def test_split_fused_rejects_wrong_width():
-    with pytest.raises(ValueError, match=r"3\*d = 12 .*\(2, 9\)"):
-        mistakes.split_fused_wrong(np.zeros((2, 9)), 4)
     with pytest.raises(ValueError, match=r"3\*d = 12"):
         mistakes.split_fused_right(np.zeros((2, 9)), 4)

@@ -17,7 +17,6 @@ from qkv_viz.core.kv_cache import GQAParams, causal_self_attention, generate
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
 from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
-from qkv_viz.viz.plots import attention_heatmap
 
 
 class GenerationFigure(CanvasFigure):
@@ -84,18 +83,48 @@ class GenerationFigure(CanvasFigure):
         return c.k.size + c.v.size
 
     def static_png(self) -> bytes:
-        fig = Figure(figsize=style.figsize(0.95, 0.42), dpi=style.DPI, layout="constrained")
-        ax_w, ax_c = fig.subplots(1, 2, width_ratios=(1.1, 1))
-        _, w = causal_self_attention(self._x, self._params)  # (H, T, T)
-        attention_heatmap(w[0], ax=ax_w, tokens_q=self.tokens, tokens_k=self.tokens,
-                          title="weights, head 0: one row per step")
-        H, T = self.n_heads, self.T
-        choices = [g for g in range(H, 0, -1) if H % g == 0]
-        numbers = [2 * T * g * (self.d_model // H) for g in choices]
-        bars = ax_c.bar([f"{g} K/V head{'s' if g > 1 else ''}" for g in choices], numbers, color=style.KEY_COLOR)
-        ax_c.bar_label(bars, labels=[str(n) for n in numbers])
-        ax_c.set(ylabel="numbers in the K and V caches", ylim=(0, max(numbers) * 1.2),
-                 title=f"the cache after {T} tokens")
+        """The step on screen, as the live figure draws it: the new query's row of weights (outlined)
+        in the causal matrix, the K and V caches with the row this step appended (outlined), the
+        new query (all heads, never cached), each with a colour bar."""
+        from matplotlib.patches import Rectangle
+        t, hd, H, Hkv, T = self.step, self.head, self.n_heads, self.n_kv_heads, self.T
+        layer = self._layer()
+        _, w = causal_self_attention(self._x, layer)                # (H, T, T): row i = step i's weights
+        w = np.where((np.arange(T)[:, None] <= t) & np.tri(T, dtype=bool), w[hd], np.nan)  # future: blank
+        cache = generate(self._x[:t + 1], layer)[1]                 # k, v: (H_kv, t+1, d_k)
+        q = self._x[t] @ layer.W_q                                  # (H d_k,): the new query, all heads
+        k, v = (a.swapaxes(0, 1).reshape(t + 1, -1) for a in (cache.k, cache.v))  # (t+1, H_kv d_k)
+        lim = float(max(np.abs(a).max() for a in (k, v, q)))
+        fig = Figure(figsize=style.figsize(1.0, 0.55), dpi=style.DPI, layout="constrained")
+        grid = fig.add_gridspec(2, 3, height_ratios=(T, 1.6), width_ratios=(1.4, 1, 1))
+        ax_w = fig.add_subplot(grid[0, 0])
+        im_w = ax_w.imshow(w, cmap=style.WEIGHTS_CMAP, vmin=0, vmax=1)
+        for i, j in zip(*np.nonzero(np.isfinite(w))):
+            ax_w.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                      color="black" if w[i, j] > 0.6 else "white")
+        ax_w.set(title=f"weights, head {hd}", xticks=range(T), yticks=range(T),
+                 xticklabels=self.tokens, yticklabels=self.tokens, xlabel="key", ylabel="query")
+        fig.colorbar(im_w, ax=ax_w, label=style.WEIGHTS_LABEL, shrink=0.8)
+        ax_w.add_patch(Rectangle((-0.5, t - 0.5), t + 1, 1, fill=False, edgecolor=style.QUERY_COLOR, lw=2.5))
+        im, cache_axes = None, []
+        for col, (name, a) in enumerate((("K", k), ("V", v)), start=1):
+            ax = fig.add_subplot(grid[0, col])
+            cache_axes.append(ax)
+            full = np.full((T, a.shape[1]), np.nan)
+            full[:t + 1] = a
+            im = ax.imshow(full, cmap=style.SCORES_CMAP, vmin=-lim, vmax=lim, aspect="auto")
+            ax.add_patch(Rectangle((-0.5, t - 0.5), a.shape[1], 1, fill=False, edgecolor=style.QUERY_COLOR, lw=2.5, zorder=3))
+            for g in range(1, Hkv):
+                ax.axvline(g * layer.d_k - 0.5, color="white", lw=2)
+            ax.set(title=f"{name} cache ({Hkv} K/V head{'s' if Hkv > 1 else ''})",
+                   yticks=range(T), yticklabels=self.tokens, xticks=[])
+        ax_q = fig.add_subplot(grid[1, 1:])
+        ax_q.imshow(q[None], cmap=style.SCORES_CMAP, vmin=-lim, vmax=lim, aspect="auto")
+        for g in range(1, H):
+            ax_q.axvline(g * layer.d_k - 0.5, color="white", lw=2)
+        ax_q.set(xticks=[], yticks=[], title=f'query of "{self.tokens[t]}" ({H} heads): used, never cached')
+        fig.colorbar(im, ax=cache_axes + [ax_q], label="entries of K, V, q", shrink=0.8)
+        fig.suptitle(f'step {t}: "{self.tokens[t]}" adds row {t} (outlined) to the weights and to each cache')
         return figure_png(fig)
 
 

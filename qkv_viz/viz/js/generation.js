@@ -59,6 +59,22 @@ function generationState(x, Wq, Wk, Wv, T, d, H, Hkv, dh) {
 // Numbers the cache holds after step t: 2 (K and V) x (t + 1) tokens x Hkv heads x dh
 const cacheNumbers = (t, Hkv, dh) => 2 * (t + 1) * Hkv * dh;
 
+// Vertical bar of divColour for -m .. m, ticks at -m, 0, m, and a label.
+function drawDivBar(ctx, x, y, w, hgt, m, label) {
+  for (let i = 0; i < hgt; i++) {
+    ctx.fillStyle = divColour(1 - 2 * (i + 0.5) / hgt);
+    ctx.fillRect(x, y + i, w, 1);
+  }
+  ctx.strokeStyle = "#444";
+  ctx.strokeRect(x + 0.5, y + 0.5, w - 1, hgt - 1);
+  for (const [v, ty] of [[m, y], [0, y + hgt / 2], [-m, y + hgt]]) {
+    ctx.fillStyle = "#444";
+    ctx.fillRect(x + w, Math.round(ty), 4, 1);
+    text(ctx, v === 0 ? "0" : v.toFixed(1), x + w + 6, ty, {base: "middle", font: SMALL});
+  }
+  text(ctx, label, x + w + 40, y + hgt / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
+}
+
 // blue (negative) - white - red (positive), x on -1..1
 function divColour(x) {
   const a = Math.min(1, Math.abs(x)), end = x < 0 ? [33, 102, 172] : [178, 24, 43];
@@ -87,8 +103,9 @@ function render({model, el}) {
   const readout = h("div", {class: "qkv-gen-readout", role: "status", style: "font-family:monospace;white-space:pre-wrap"});
   const cell = 34, left = 54, top = 34, cw = 11, gap = 5;
   const cacheW = H * dh * cw + (H - 1) * gap;
-  const kx = left + T * cell + 40, vx = kx + cacheW + 36;
-  const pic = makeCanvas("qkv-gen-map", vx + cacheW + 16, top + T * cell + 92);
+  const wbar = left + T * cell + 14;                         // the weights' colour bar
+  const kx = wbar + 70, vx = kx + cacheW + 36, dbar = vx + cacheW + 24;   // dbar: K, V and q's colour bar
+  const pic = makeCanvas("qkv-gen-map", dbar + 80, top + T * cell + 92);
   el.append(h("div", {class: "qkv-figure qkv-generation"}, [
     h("div", {class: "qkv-row"}, [labelled("step: the new token", step), stepOut, next]),
     h("div", {class: "qkv-row"}, [labelled("query head", head), labelled("K/V heads", kv)]),
@@ -147,11 +164,13 @@ function render({model, el}) {
     tokens.forEach((w, j) => text(ctx, w, left + (j + 0.5) * cell, top + T * cell + 8,
                                   {align: "right", base: "middle", angle: -Math.PI / 4, colour: j > t ? "#aaa" : "#222"}));
     text(ctx, "query (row) \u00d7 key (column)", left, top + T * cell + 52, {font: SMALL, colour: "#555"});
+    drawColourBar(ctx, lut, wbar, top, 12, T * cell, "attention weight");
     // the caches and the new query
     let maxAbs = 1e-12;
     for (const a of [state.k, state.v, state.q]) for (const val of a) maxAbs = Math.max(maxAbs, Math.abs(val));
     maxAbs *= 0.6;                          // stronger colours; the largest entries saturate
     drawCache(ctx, state.k, kx, `K cache (${Hkv} head${Hkv > 1 ? "s" : ""} \u00d7 ${dh})`, t, Hkv, maxAbs);
+    drawDivBar(ctx, dbar, top, 12, T * cell, maxAbs, "entries of K, V, q");
     drawCache(ctx, state.v, vx, `V cache (${Hkv} head${Hkv > 1 ? "s" : ""} \u00d7 ${dh})`, t, Hkv, maxAbs);
     const qy = top + T * cell + 26, g = Math.floor(hd / rep);
     text(ctx, `q of "${tokens[t]}" (all ${H} query heads; used this step only, never cached)`, kx, qy - 6, {font: SMALL});

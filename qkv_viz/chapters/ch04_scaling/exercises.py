@@ -1,4 +1,4 @@
-"""Chapter 4 exercises: max weight and ||J|| against d_k, the backward pass through softmax; two numbers.
+"""Chapter 4 exercises: the gradient that reaches the keys, the backward pass through softmax; two numbers.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never
 the answer. Code checkers run the reader's function on fresh random cases (a new
@@ -11,64 +11,56 @@ from __future__ import annotations
 import numpy as np
 
 from qkv_viz.chapters.feedback import Feedback, check_close, check_function
-from qkv_viz.core.attention import attention_scores
-from qkv_viz.core.diagnostics import max_weight, softmax_grad_norm
+from qkv_viz.core.diagnostics import softmax_grad_norm
 from qkv_viz.core.softmax import softmax, softmax_jacobian
 
 D_K_EX3, VAR_Q_EX3 = 48, 4.0  # exercise 3: a width and a query variance the page never prints
 ROW_EX4 = (0.5, 0.25, 0.25)   # exercise 4: an uneven row (the even-split formula does not apply)
 
 
-# ---------------------------------------------------------------- exercise 1: max weight and ||J|| against d_k
-def sweep_cases(n: int = 4, seed=None) -> list:
-    """(q (T, D), k (S, D), d_ks, scale): wide vectors, T != S, a few widths <= D, scaling on or off."""
+# ---------------------------------------------------------------- exercise 1: the gradient that reaches the keys
+def key_grad_cases(n: int = 4, seed=None) -> list:
+    """(q (T, d_k), k (S, d_k), grad_scores (T, S), scale): T != S, scaling on and off."""
     rng = np.random.default_rng(seed)
     cases = []
     for i in range(n):
-        T, S = (int(v) for v in rng.choice(np.arange(3, 12), size=2, replace=False))
-        D = int(rng.choice([16, 32, 64]))
-        d_ks = [d for d in (1, 2, 4, 8, 16, 32, 64) if d <= D]
-        cases.append((rng.normal(size=(T, D)), rng.normal(size=(S, D)), d_ks, i % 2 == 0))
+        T, S = (int(v) for v in rng.choice(np.arange(2, 10), size=2, replace=False))
+        d_k = int(rng.choice([3, 4, 16, 64]))
+        cases.append((rng.normal(size=(T, d_k)), rng.normal(size=(S, d_k)), rng.normal(size=(T, S)),
+                      i % 2 == 0))
     return cases
 
 
-def _sweep_reference(q, k, d_ks, scale):
-    """Row means of max weight and ||diag(p) - p p^T||_F at each width (the core's functions)."""
-    top, norm = [], []
-    for d_k in d_ks:
-        weights = softmax(attention_scores(q[:, :d_k], k[:, :d_k], scale))  # (T, d_k) @ (d_k, S) -> (T, S)
-        top.append(max_weight(weights).mean())
-        norm.append(softmax_grad_norm(weights).mean())
-    return np.array(top), np.array(norm)
+def _key_grad_reference(q, k, grad_scores, scale):
+    factor = 1 / np.sqrt(q.shape[1]) if scale else 1.0
+    return factor * grad_scores.T @ q  # (S, T) @ (T, d_k) -> (S, d_k)
 
 
-def _diagnose_sweep(gots, wants, case):
-    q, k, d_ks, scale = case
-    got_top, got_norm = (np.asarray(g, dtype=float) for g in gots)
-    if got_top.shape != wants[0].shape or got_norm.shape != wants[1].shape:
+def _diagnose_key_grad(got, want, case):
+    q, k, grad_scores, scale = case
+    if got.shape != want.shape:
+        if got.shape == q.shape:
+            return (f"your result has one row per query, {q.shape}; dL/dk has one row per key: "
+                    f"{want.shape}, like k.")
         return None
-    if np.allclose(got_top, wants[1]) and np.allclose(got_norm, wants[0]):
-        return "your two curves are swapped: return (max weight, ||J||), in that order."
-    other = _sweep_reference(q, k, d_ks, not scale)
-    if np.allclose(got_top, other[0]) and not np.allclose(got_top, wants[0]):
-        return (f"your curves are those {'without' if scale else 'with'} the factor 1/sqrt(d_k): "
-                f"this case has scale={scale}.")
-    wide = _sweep_reference(q, k, [q.shape[1]] * len(d_ks), scale)
-    if np.allclose(got_top, wide[0]) and len(d_ks) > 1:
-        return "every width gives the same numbers: use only the first d_k columns, q[:, :d_k] and k[:, :d_k]."
-    if np.all(got_top <= 1) and np.allclose(got_top, wants[0]) and not np.allclose(got_norm, wants[1]):
-        return ("your max weights are right but not ||J||: build J = diag(p) - p p^T for each row p, "
-                "take sqrt of the sum of its squared entries, then the mean over the rows.")
-    return None
+    raw = grad_scores.T @ q
+    if np.allclose(got, raw) and scale:
+        return "this case has scale=True: the scores were divided by sqrt(d_k), and so is every derivative."
+    if np.allclose(got, raw / np.sqrt(q.shape[1])) and not scale:
+        return "this case has scale=False: nothing was divided, so no factor belongs in the gradient."
+    if np.allclose(got, -want):
+        return "the sign is flipped: a larger score s_ij grows with q_i . k_j, not against it."
+    return ("score s_ij depends on key k_j through one query only, q_i: "
+            "which query is it, and which index of grad_scores do you sum over?")
 
 
-def check_sweep(fn, seed=None) -> Feedback:
-    """Exercise 1: ``fn(q, k, d_ks, scale) -> (max_weight, grad_norm)``, each (len(d_ks),): row means
-    of the largest weight and of ||diag(p) - p p^T||_F, using the first d_k columns of q (T, D) and k (S, D)."""
-    return check_function(fn, _sweep_reference, sweep_cases(seed=seed), name="your sweep",
-                          diagnose=_diagnose_sweep,
-                          praise="Your sweep gives the package's max weight and ||J|| at every width, "
-                                 "with and without the factor.")
+def check_key_grad(fn, seed=None) -> Feedback:
+    """Exercise 1: ``fn(q, k, grad_scores, scale) -> (S, d_k)``, dL/dk for scores q k^T (divided by
+    sqrt(d_k) when ``scale``), given grad_scores = dL/dscores (T, S)."""
+    return check_function(fn, _key_grad_reference, key_grad_cases(seed=seed), name="your key_grad",
+                          diagnose=_diagnose_key_grad, shape_hints=True,
+                          praise="Your key_grad is the chain rule's: each key collects the queries that "
+                                 "scored it, weighted by how much the loss cared about that score.")
 
 
 # ---------------------------------------------------------------- exercise 2: the backward pass through softmax
@@ -92,11 +84,12 @@ def _diagnose_backward(got, want, case):
     if np.allclose(got, want, atol=1e-8):
         return None
     if np.allclose(got, -want):
-        return "the sign is flipped: the result is p * (grad - p . grad)."
+        return "the sign is flipped: which of J's two terms, diag(p) or p p^T, carries the minus?"
     if np.allclose(got, p * grad):
-        return "you have diag(p) @ grad only: subtract p times the number p . grad as well."
+        return "you have the diag(p) part of J only: what does the p p^T part do to grad?"
     if np.allclose(got, grad - p @ grad):
-        return "multiply by p elementwise: each score's gradient is p_i (grad_i - p . grad)."
+        return ("close, but a factor is missing: look at any entry of J, diagonal or not. "
+                "Which number multiplies all of row i?")
     if not np.isclose(got.sum(), 0.0, atol=1e-8):
         return ("your result does not sum to 0; it must (adding the same number to every score changes "
                 "no weight, so no loss can care about it).")

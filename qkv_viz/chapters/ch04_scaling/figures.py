@@ -97,3 +97,29 @@ def small_multiples(d_ks=(1, 16, 256), T: int = 8, S: int = 8, seed=0):
                 axes[i, j].set_xlabel("")
     fig.colorbar(im, ax=axes, shrink=0.9, label=style.WEIGHTS_LABEL, ticks=np.linspace(0, 1, 5))
     return fig
+
+
+def score_histograms(dots_by_dk: dict, bins: int = 40):
+    """What do the scores look like with and without the factor? One panel per d_k.
+
+    ``dots_by_dk`` maps d_k to the dot products q . k of random pairs (n,); each panel
+    shows them as they are (unscaled) and divided by sqrt(d_k) (scaled), each in ``bins``
+    bins over +-4 of its std, on one x-axis shared by every panel, its std in the legend.
+    """
+    if not dots_by_dk:
+        raise ValueError("dots_by_dk must map at least one d_k to its dot products")
+    reach = 4 * max(float(np.std(v)) for v in dots_by_dk.values())  # 4 std of the widest: nearly all
+    fig, axes = plt.subplots(1, len(dots_by_dk), figsize=style.figsize(1.0, 0.32), constrained_layout=True,
+                             sharex=True, squeeze=False)
+    for ax, (d_k, dots) in zip(axes[0], dots_by_dk.items()):
+        dots = np.asarray(dots, dtype=float)
+        for scaled, values in ((False, dots), (True, dots / np.sqrt(d_k))):
+            ax.hist(values, bins=np.linspace(-4, 4, bins + 1) * values.std(), density=True, alpha=0.75 if scaled else 0.6, color=COLORS[scaled],
+                    label=f"{'scaled' if scaled else 'unscaled'}: std {values.std():.2f}")
+        ax.set_title(f"$d_k$ = {d_k}")
+        ax.set_xlim(-reach, reach)
+        ax.set_xlabel("score")
+        ax.set_yticks([])
+        ax.legend(loc="upper right")
+    axes[0, 0].set_ylabel("how often (density)")
+    return fig

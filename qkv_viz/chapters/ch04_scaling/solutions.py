@@ -5,22 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 
-# 1. For each width: the first d_k columns, scores (scaled or not), a stable softmax, then the
-#    row means of the largest weight and of ||diag(p) - p p^T||_F.
-def sweep(q, k, d_ks, scale):
-    """q (T, D), k (S, D), widths d_ks (each <= D) -> max_weight (K,), grad_norm (K,)."""
-    top, norm = [], []
-    for d_k in d_ks:
-        scores = q[:, :d_k] @ k[:, :d_k].T                       # (T, d_k) @ (d_k, S) -> (T, S)
-        if scale:
-            scores = scores / np.sqrt(d_k)
-        e = np.exp(scores - scores.max(axis=1, keepdims=True))
-        p = e / e.sum(axis=1, keepdims=True)                     # (T, S) weights
-        eye = np.eye(p.shape[1])
-        J = p[:, :, None] * eye - p[:, :, None] * p[:, None, :]  # (T, S, S): one Jacobian per row
-        top.append(p.max(axis=1).mean())
-        norm.append(np.sqrt((J ** 2).sum(axis=(1, 2))).mean())
-    return np.array(top), np.array(norm)
+# 1. s_ij = factor * q_i . k_j, so dL/dk_j = factor * sum_i (dL/ds_ij) q_i: the keys collect the
+#    queries, as the queries collected the keys on the page. Unscaled, |q_i| ~ sqrt(d_k) multiplies it.
+def key_grad(q, k, grad_scores, scale):
+    """q (T, d_k), k (S, d_k), grad_scores (T, S) -> dL/dk (S, d_k)."""
+    factor = 1 / np.sqrt(q.shape[1]) if scale else 1.0
+    return factor * grad_scores.T @ q                            # (S, T) @ (T, d_k) -> (S, d_k)
 
 
 # 2. (J^T g)_j = sum_i g_i (p_i delta_ij - p_i p_j) = p_j g_j - p_j (p . g) = p_j (g_j - p . g).

@@ -8,7 +8,7 @@ from qkv_viz.chapters.ch04_scaling import exercises as ch04
 from qkv_viz.chapters.ch04_scaling import solutions as sol
 
 
-SOLVED = {ch04.check_sweep: sol.sweep, ch04.check_softmax_backward: sol.softmax_backward,
+SOLVED = {ch04.check_key_grad: sol.key_grad, ch04.check_softmax_backward: sol.softmax_backward,
           ch04.check_new_width_std: sol.NEW_WIDTH_STD, ch04.check_row_grad_norm: sol.ROW_GRAD_NORM}
 
 
@@ -27,23 +27,32 @@ def test_placeholder_none_is_pending_not_an_error(check):
 
 
 @pytest.mark.parametrize("wrong, says", [
-    (lambda q, k, d_ks, scale: sol.sweep(q, k, d_ks, scale)[::-1], "swapped"),
-    (lambda q, k, d_ks, scale: sol.sweep(q, k, d_ks, not scale), "this case has scale="),
-    (lambda q, k, d_ks, scale: sol.sweep(q, k, [q.shape[1]] * len(d_ks), scale), "first d_k columns"),
-    (lambda q, k, d_ks, scale: (sol.sweep(q, k, d_ks, scale)[0], sol.sweep(q, k, d_ks, scale)[1] ** 2),
-     "not ||J||"),
-    (lambda q, k, d_ks, scale: sol.sweep(q, k, d_ks, scale)[0], "returned 1 value"),
+    (lambda q, k, g, scale: g @ k, "one row per query"),
+    (lambda q, k, g, scale: g.T @ q, "scale=True"),
+    (lambda q, k, g, scale: g.T @ q / np.sqrt(q.shape[1]), "scale=False"),
+    (lambda q, k, g, scale: -sol.key_grad(q, k, g, scale), "sign is flipped"),
+    (lambda q, k, g, scale: g.sum(axis=0)[:, None] * q.mean(axis=0), "which query"),
 ])
-def test_sweep_mistakes_are_named(wrong, says):
-    fb = ch04.check_sweep(wrong, seed=1)
+def test_key_grad_mistakes_are_named(wrong, says):
+    fb = ch04.check_key_grad(wrong, seed=1)
     assert not fb.correct and not fb.pending
     assert says in fb.message, fb.message
 
 
+def test_key_grad_reference_is_the_chain_rule_by_finite_differences():
+    q, k, g, scale = ch04.key_grad_cases(seed=3)[0]
+    loss = lambda kk: np.sum(g * (q @ kk.T) / (np.sqrt(q.shape[1]) if scale else 1.0))
+    fd = np.zeros_like(k)
+    for idx in np.ndindex(*k.shape):
+        e = np.zeros_like(k); e[idx] = 1e-6
+        fd[idx] = (loss(k + e) - loss(k - e)) / 2e-6
+    np.testing.assert_allclose(ch04._key_grad_reference(q, k, g, scale), fd, atol=1e-6)
+
+
 @pytest.mark.parametrize("wrong, says", [
     (lambda p, g: -sol.softmax_backward(p, g), "sign is flipped"),
-    (lambda p, g: p * g, "diag(p) @ grad only"),
-    (lambda p, g: g - p @ g, "multiply by p"),
+    (lambda p, g: p * g, "diag(p) part of J only"),
+    (lambda p, g: g - p @ g, "a factor is missing"),
     (lambda p, g: p * (g - 0.9 * (p @ g)), "sum to 0"),
     (lambda p, g: softmax_jacobian(p), "has shape"),
 ])
@@ -54,7 +63,7 @@ def test_backward_mistakes_are_named(wrong, says):
 
 
 def test_code_checkers_use_fresh_cases_each_call():
-    a, b = ch04.sweep_cases(), ch04.sweep_cases()
+    a, b = ch04.key_grad_cases(), ch04.key_grad_cases()
     assert not np.array_equal(a[0][0], b[0][0]) or a[0][0].shape != b[0][0].shape
     seeded = ch04.backward_cases(seed=3), ch04.backward_cases(seed=3)
     assert all(np.array_equal(x[0], y[0]) for x, y in zip(*seeded))

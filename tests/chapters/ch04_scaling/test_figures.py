@@ -52,3 +52,16 @@ def test_curve_figures_plot_given_values():
     fig = figures.diagnostics_figure(on, off)
     np.testing.assert_array_equal(fig.axes[1].lines[1].get_ydata(), off["max_weight"])
     assert all(f.get_size_inches()[0] <= style.COLUMN_WIDTH for f in map(plt.figure, plt.get_fignums()))
+
+
+def test_score_histograms_show_both_versions_with_their_std():
+    from qkv_viz.chapters.ch04_scaling.figures import score_histograms
+    rng = np.random.default_rng(0)
+    dots = {4: rng.normal(scale=2, size=2000), 512: rng.normal(scale=22.6, size=2000)}
+    fig = score_histograms(dots)
+    assert len(fig.axes) == 2
+    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert labels[0] == f"unscaled: std {dots[512].std():.2f}"
+    assert labels[1] == f"scaled: std {(dots[512] / np.sqrt(512)).std():.2f}"
+    with pytest.raises(ValueError, match="dots_by_dk"):
+        score_histograms({})

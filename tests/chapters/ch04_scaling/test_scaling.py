@@ -87,3 +87,24 @@ def test_softmax_vs_logit_scale_gives_the_pages_table():
     sat = softmax_vs_logit_scale([0.01, 1, 100], S=8, n_rows=256, seed=0)
     np.testing.assert_allclose(sat["max_weight"], [0.127, 0.350, 0.987], atol=5e-4)
     np.testing.assert_allclose(sat["grad_norm"], [0.331, 0.368, 0.018], atol=5e-4)
+
+
+def test_adding_a_number_to_every_score_changes_no_weight():
+    """Moved from the page: only differences within a row matter (chapter 3's toy dot products)."""
+    from qkv_viz.core.softmax import softmax
+    toy = np.array([2.0, 5.0, 1.0])
+    np.testing.assert_allclose(softmax(toy + 100), softmax(toy), rtol=0, atol=1e-15)
+    assert not np.allclose(softmax(toy * 2), softmax(toy))  # multiplying does change them
+
+
+def test_default_linear_projection_gives_entries_of_variance_one_third():
+    """The page's claim about nn.Linear's default init (uniform in +-1/sqrt(d_model))."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(768, 64)
+    x = torch.randn(4000, 768)
+    with torch.no_grad():
+        var = layer(x).var().item()
+    assert abs(var - 1 / 3) < 0.03
+    bound = float(layer.weight.detach().abs().max())
+    assert bound <= 1 / np.sqrt(768) + 1e-9 and bound > 0.99 / np.sqrt(768)

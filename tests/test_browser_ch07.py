@@ -67,24 +67,25 @@ def test_mask_explorer_follows_the_reader():
         fig = book.page.locator(".qkv-masks").first
         fig.scroll_into_view_if_needed()
         scores = _scores()
+        real = np.broadcast_to(np.arange(4) < 3, (4, 4))              # the chapter opens it with n_real=3
         mask, w = _state(fig, book, expect_causal=True)
-        np.testing.assert_array_equal(mask, causal_mask(4))
-        np.testing.assert_allclose(w, masked_softmax(scores, causal_mask(4)), atol=1e-12)
+        np.testing.assert_array_equal(mask, causal_mask(4) & real)
+        np.testing.assert_allclose(w, masked_softmax(scores, causal_mask(4) & real), atol=1e-12)
 
         fig.locator(".qkv-causal-box").click()                     # causal off: le reads chat
         mask, w = _state(fig, book, expect_causal=False)
-        assert mask.all()
+        np.testing.assert_array_equal(mask, real)
         np.testing.assert_allclose(w, masked_softmax(scores, mask), atol=1e-12)
         assert w[0, 1] > 0.9
 
         _click(fig, 2, 1)                                          # hide chat from noir
         mask, w = _state(fig, book)
-        want = np.ones((4, 4), bool); want[2, 1] = False
+        want = real.copy(); want[2, 1] = False
         np.testing.assert_array_equal(mask, want)
         np.testing.assert_allclose(w, masked_softmax(scores, want), atol=1e-12)
         assert w[2, 1] == 0 and np.isclose(w[2].sum(), 1)
 
-        for j in (0, 2, 3):                                        # hide the rest of noir's row
+        for j in (0, 2):                                           # hide the rest of noir's row (key 3 is padding)
             _click(fig, 2, j)
         mask, w = _state(fig, book)
         assert not mask[2].any() and np.all(w[2] == 0) and np.all(np.isfinite(w))

@@ -47,6 +47,7 @@ def test_vector_move_follows_drag_and_keys():
         fig.wait_for()
         first = fig.evaluate(NUMBERS_JS)
         assert first["settings"]["q"] == list(TOY_Q[0])
+        assert first["sameAsKey"] == 1, "q0 = k1: the label must say so"
         _assert_core(first)
         # drag the query's tip from (1, 2) to about (-2, 0.5): the plane spans -3..3 over 256 px
         box = fig.locator(".qkv-query-plane").bounding_box()
@@ -58,6 +59,7 @@ def test_vector_move_follows_drag_and_keys():
         page.mouse.up()
         dragged = fig.evaluate(NUMBERS_JS)
         assert dragged["settings"]["q"] == pytest.approx([-2.0, 0.5], abs=0.11)
+        assert dragged["sameAsKey"] is None
         _assert_core(dragged)
         assert dragged["weights"][0] > 0.5 > first["weights"][0], "dragging towards k0 must move weight to v0"
         # the output is inside the triangle: its barycentric coordinates are the weights, all >= 0
@@ -104,6 +106,9 @@ def test_explorer_bars_take_the_colour_of_the_scaling():
         off = bars.screenshot()
         assert _share_of(off, style.UNSCALED_COLOR) > 0.002 and _share_of(off, style.SCALED_COLOR) < 0.0005
         assert fig.evaluate(NUMBERS_JS)["settings"]["scale"] is False
+        readouts = fig.locator(".qkv-readouts").inner_text()
+        for name in ("max weight", "effective number of keys", "\u2016J\u2016_F", "entropy H"):
+            assert name in readouts, (name, readouts)  # the page's names
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         fig.screenshot(path=str(ARTIFACTS / "ch04_explorer_unscaled.png"))
         assert not problems, problems

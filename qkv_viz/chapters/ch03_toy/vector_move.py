@@ -103,23 +103,32 @@ class VectorMoveFigure(CanvasFigure):
     def output(self) -> np.ndarray:
         return self._attend()[0]
 
+    def same_as_key(self):
+        """The index of the key the query equals (to 0.05), else None: the picture says it."""
+        gaps = np.abs(self._K - np.asarray(self.q)).max(axis=1)  # (S,)
+        j = int(np.argmin(gaps))
+        return j if gaps[j] < 0.05 else None
+
     def still(self) -> Figure:
         """The picture on screen, drawn by matplotlib (what a viewer without JavaScript shows)."""
         output, weights = self._attend()
         q, K, V = np.asarray(self.q), self._K, self._V
-        fig = Figure(figsize=style.figsize(0.8, 0.52), dpi=style.DPI, layout="constrained")
-        left, right = fig.subplots(1, 2)
+        fig = Figure(figsize=style.figsize(0.8, 0.6), dpi=style.DPI, layout="constrained")
+        grid = fig.add_gridspec(2, 2, height_ratios=[1, 0.09])
+        left, right, bar = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, :])
         lo, hi = min(0.0, V.min()), max(0.0, V.max())
         pad = 0.25 * (hi - lo)
         arrow = dict(length_includes_head=True, head_width=0.2, overhang=0.2)
         small = dict(length_includes_head=True, head_width=0.04 * (hi - lo), overhang=0.2)
+        left.arrow(0, 0, *q, color=style.QUERY_COLOR, width=0.14, head_width=0.42, length_includes_head=True,
+                   overhang=0.2)  # wide and under the keys, so a key equal to q still shows
         for j, k in enumerate(K):
-            left.arrow(0, 0, *k, color=style.KEY_COLOR, width=0.02, **arrow)
+            left.arrow(0, 0, *k, color=style.KEY_COLOR, width=0.02, **arrow)  # on top: a key under q shows
             left.annotate(f"k{j}", k, xytext=(4, 4), textcoords="offset points", color=style.KEY_COLOR,
                           fontweight="bold")
-        left.arrow(0, 0, *q, color=style.QUERY_COLOR, width=0.04, **arrow)
-        left.annotate(f"q = ({q[0]:.1f}, {q[1]:.1f})", q, xytext=(6, -14), textcoords="offset points",
-                      color=style.QUERY_COLOR, fontweight="bold")
+        same = self.same_as_key()
+        left.text(0.03, 0.03, f"q = ({q[0]:.1f}, {q[1]:.1f})" + (f" = k{same}" if same is not None else ""),
+                  transform=left.transAxes, color=style.QUERY_COLOR, fontweight="bold")
         left.set(xlim=(-Q_LIM, Q_LIM), ylim=(-Q_LIM, Q_LIM), title="the query among the keys")
         right.add_patch(Polygon(V, closed=True, facecolor=style.VALUE_COLOR, alpha=0.12, edgecolor="none"))
         at = np.zeros(2)
@@ -128,18 +137,25 @@ class VectorMoveFigure(CanvasFigure):
             right.annotate(f"v{j}", v, xytext=(4, 4), textcoords="offset points", color=style.VALUE_COLOR,
                            fontweight="bold")
             step = weights[j] * v  # (2,): this value's share of the output
-            right.arrow(*at, *step, color=SHARE_COLOURS[j % 3], width=0.006 + 0.03 * weights[j],
-                        label=f"{weights[j]:.2f} v{j}", **small)
+            right.arrow(*at, *step, color=SHARE_COLOURS[j % 3], width=0.006 + 0.03 * weights[j], **small)
             at = at + step
         right.plot(*output, "o", color=style.QUERY_COLOR, ms=8)
-        right.annotate(f"output ({output[0]:.2f}, {output[1]:.2f})", output, xytext=(10, -4),
-                       textcoords="offset points", ha="left", va="top", color=style.QUERY_COLOR, fontweight="bold")
+        right.text(0.03, 0.03, f"output ({output[0]:.2f}, {output[1]:.2f})", transform=right.transAxes,
+                   color=style.QUERY_COLOR, fontweight="bold")
         right.set(xlim=(lo - pad, hi + pad), ylim=(lo - pad, hi + pad), title=r"output = $\Sigma_j\, w_j v_j$")
-        right.legend(loc="center", bbox_to_anchor=(0.42, 0.4), fontsize=style.FONT_PT - 1, frameon=False)
         for ax in (left, right):
             ax.set_aspect("equal")
             ax.axhline(0, color="#ddd", lw=0.8, zorder=0)
             ax.axvline(0, color="#ddd", lw=0.8, zorder=0)
+        start = 0.0  # below: the weights as each value's share of one bar (the live figure's bar)
+        for j, w in enumerate(weights):
+            bar.barh(0, w, left=start, color=SHARE_COLOURS[j % 3], edgecolor="white")
+            if w > 0.07:
+                bar.text(start + w / 2, 0, f"v{j} {100 * w:.0f} %", ha="center", va="center",
+                         fontweight="bold", fontsize=style.FONT_PT - 1)
+            start += w
+        bar.set(xlim=(0, 1), yticks=[], xticks=[])
+        bar.set_title("the weights: each value's share of the output", fontsize=style.FONT_PT, loc="left")
         return fig
 
     def static_png(self) -> bytes:

@@ -16,13 +16,20 @@ from qkv_viz.viz import style
 from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
 
 
-def _row(name: str, values, decimals: int = 3) -> str:
-    cells = "".join(f"<td style='padding:2px 8px;text-align:right'>{x:.{decimals}f}</td>"
+def format_number(x: float) -> str:
+    """A table cell, as toy.js writes it: 3 decimals, an exponent from 10^4 on, inf past float64."""
+    if not np.isfinite(x):
+        return "inf (overflow)"
+    return f"{x:.2e}" if abs(x) >= 1e4 else f"{x:.3f}"
+
+
+def _row(name: str, values) -> str:
+    cells = "".join(f"<td style='padding:2px 8px;text-align:right'>{format_number(x)}</td>"
                     for x in np.ravel(values))
     return f"<tr><th style='text-align:left;padding-right:8px'>{name}</th>{cells}</tr>"
 
 
-_STAGES = (("scores q.k", "scores"), ("scaled scores", "scaled"), ("exp(scaled)", "exp"),
+_STAGES = (("dot products q.k", "scores"), ("scores (x factor)", "scaled"), ("exp(scores)", "exp"),
            ("weights", "weights"))
 
 
@@ -31,7 +38,7 @@ def steps_html(steps) -> str:
     head = "".join(f"<th style='padding:2px 8px'>key {j}</th>" for j in range(steps.scores.size))
     rows = [f"<tr><th></th>{head}</tr>"] + [_row(name, getattr(steps, attr)) for name, attr in _STAGES]
     extra = (f"<div style='font-family:monospace'>scale factor = {steps.factor:.3f}, "
-             f"sum of exp = {steps.total:.3f}, output = "
+             f"sum of exp = {format_number(steps.total)}, output = "
              + ", ".join(f"{x:.3f}" for x in steps.output) + "</div>")
     return "<table style='font-family:monospace'>" + "".join(rows) + "</table>" + extra
 

@@ -5,6 +5,13 @@
 // on paper (may overflow), weights from the stable softmax (shift by the maximum:
 // never overflows), output = weights @ v, the table and the bars (toy.py's toy_steps).
 
+// A table cell: 3 decimals for ordinary numbers, 3 significant digits with an exponent
+// from 10^4 on (so 2.3e+15 never stretches the table), "inf (overflow)" past float64's range.
+function formatNumber(x) {
+  if (!Number.isFinite(x)) return "inf (overflow)";
+  return Math.abs(x) >= 1e4 ? x.toExponential(2) : x.toFixed(3);
+}
+
 function render({model, el}) {
   const values = asF64(model.get("v")), dK = model.get("d_k");
   const lut = bytesOf(model.get("lut"));
@@ -32,11 +39,11 @@ function render({model, el}) {
   }
 
   function update() {
-    const r = steps(), f3 = (x) => (Number.isFinite(x) ? x.toFixed(3) : "inf (overflow)");
+    const r = steps(), f3 = formatNumber;
     const row = (name, xs) => h("tr", {}, [h("th", {text: name}), ...xs.map((x) => h("td", {text: f3(x)}))]);
     table.replaceChildren(
       h("tr", {}, [h("th", {text: ""}), ...s.scores.map((_, j) => h("th", {text: `key ${j}`}))]),
-      row("scores q\u00b7k", s.scores), row("scaled scores", r.scaled), row("exp(scaled)", r.exp),
+      row("dot products q\u00b7k", s.scores), row("scores (\u00d7 factor)", r.scaled), row("exp(scores)", r.exp),
       row("weights", r.weights),
       h("tr", {}, [h("th", {text: "output"}), h("td", {colspan: S, text: r.output.map((x) => x.toFixed(3)).join(", ")})]),
       h("tr", {}, [h("th", {text: "factor, sum of exp"}), h("td", {colspan: S, text: `${r.factor.toFixed(3)}, ${f3(r.total)}`})]));

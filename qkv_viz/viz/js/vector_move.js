@@ -100,16 +100,19 @@ function render({model, el}) {
     ctx.clearRect(0, 0, width, height);
     text(ctx, "the query among the keys", qp.box.x, 16, {font: BOLD});
     axes(ctx, qp);
+    drawArrow(ctx, qp, [0, 0], s.q, Q_COLOUR, 5);   // the query first, wide: a key under it stays visible
+    ctx.fillStyle = Q_COLOUR;
+    ctx.beginPath(); ctx.arc(qp.X(s.q[0]), qp.Y(s.q[1]), 7, 0, 2 * Math.PI); ctx.fill();
+    let same = -1;   // the key the query equals (to 0.05), said in its label
     for (let j = 0; j < S; j++) {
       const kj = [keys[2 * j], keys[2 * j + 1]];
       drawArrow(ctx, qp, [0, 0], kj, K_COLOUR, 2);
       text(ctx, `k${j}`, qp.X(kj[0]) + 5, qp.Y(kj[1]) - 5, {font: BOLD, colour: K_COLOUR});
+      if (same < 0 && Math.max(Math.abs(kj[0] - s.q[0]), Math.abs(kj[1] - s.q[1])) < 0.05) same = j;
     }
-    drawArrow(ctx, qp, [0, 0], s.q, Q_COLOUR, 3);
-    ctx.fillStyle = Q_COLOUR;
-    ctx.beginPath(); ctx.arc(qp.X(s.q[0]), qp.Y(s.q[1]), 7, 0, 2 * Math.PI); ctx.fill();
-    text(ctx, `q = (${s.q[0].toFixed(1)}, ${s.q[1].toFixed(1)})`, qp.box.x + 6, qp.box.y + qp.box.h - 8,
-         {font: BOLD, colour: Q_COLOUR});
+    text(ctx, `q = (${s.q[0].toFixed(1)}, ${s.q[1].toFixed(1)})${same >= 0 ? ` = k${same}` : ""}`,
+         qp.box.x + 6, qp.box.y + qp.box.h - 8, {font: BOLD, colour: Q_COLOUR});
+    return same;
   }
 
   function drawRight(r) {
@@ -173,8 +176,9 @@ function render({model, el}) {
     const r = {factor, ...attendOne(s.q, keys, values, S, dV, factor)};
     trail.push([r.output[0], r.output[1]]);
     if (trail.length > 40) trail.shift();
-    drawLeft(r); drawRight(r); drawShares(r); drawTable(r);
-    el.qkv = {settings: {q: [...s.q], token: s.token, scale: s.scale},
+    const same = drawLeft(r);
+    drawRight(r); drawShares(r); drawTable(r);
+    el.qkv = {settings: {q: [...s.q], token: s.token, scale: s.scale}, sameAsKey: same >= 0 ? same : null,
               scores: Array.from(r.scores), weights: Array.from(r.weights), output: Array.from(r.output)};
   }
 

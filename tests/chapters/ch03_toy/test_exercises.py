@@ -83,3 +83,10 @@ WEIGHT_MISTAKES = {
 def test_weights_from_output_mistakes_are_named(phrase):
     fb = ch03.check_weights_from_output(WEIGHT_MISTAKES[phrase], seed=3)
     assert not fb.correct and phrase in fb.message, fb.message
+
+
+def test_weights_d_k_8_accepts_the_two_decimal_answer_and_rejects_d_k_2s():
+    assert ch03.check_weights_d_k_8([0.22, 0.63, 0.15]).correct
+    assert ch03.check_weights_d_k_8(np.round(sol.WEIGHTS_D_K_8, 3)).correct
+    assert not ch03.check_weights_d_k_8([0.10, 0.85, 0.05]).correct  # d_k = 2's weights
+    assert not ch03.check_weights_d_k_8([0.23, 0.62, 0.15]).correct  # off by 0.01

@@ -74,3 +74,24 @@ def test_browser_maths_equal_the_core(q, scale):
     out, w = scaled_dot_product_attention(np.array([q], dtype=float), TOY_K, TOY_V, scale=scale)
     np.testing.assert_allclose(got["weights"], w[0], rtol=0, atol=1e-12)
     np.testing.assert_allclose(got["output"], out[0], rtol=0, atol=1e-12)
+
+
+def test_a_query_equal_to_a_key_is_said_in_the_picture():
+    from qkv_viz.chapters.ch03_toy.vector_move import vector_move
+    fig = vector_move()  # token 0's query (1, 2) is exactly k1
+    assert fig.same_as_key() == 1
+    texts = [t.get_text() for ax in fig.still().axes for t in ax.texts]
+    assert "q = (1.0, 2.0) = k1" in texts
+    fig.q = [1.5, 2.0]
+    assert fig.same_as_key() is None
+    assert "q = (1.5, 2.0)" in [t.get_text() for ax in fig.still().axes for t in ax.texts]
+
+
+def test_still_shows_the_shares_below_as_the_text_says():
+    from qkv_viz.chapters.ch03_toy.vector_move import vector_move
+    fig = vector_move()
+    still = fig.still()
+    bar = still.axes[2]
+    assert bar.get_position().y1 < min(ax.get_position().y0 for ax in still.axes[:2])  # under both planes
+    widths = [p.get_width() for p in bar.patches]
+    np.testing.assert_allclose(widths, fig.weights)

@@ -45,3 +45,15 @@ def test_bad_scores_from_python_are_refused_and_the_table_stays(scores):
         w.scores = scores
     assert w.scores == [2.0, 5.0, 1.0]
     np.testing.assert_allclose(w.steps.weights, toy_steps([2.0, 5.0, 1.0]).weights)
+
+
+def test_table_formats_big_numbers_and_overflow_like_the_browser():
+    from qkv_viz.chapters.ch03_toy.widget import format_number
+    assert format_number(4.113) == "4.113"
+    assert format_number(2262708765584501.5) == "2.26e+15"
+    assert format_number(float("inf")) == "inf (overflow)"
+    html = steps_html(toy_steps([50.0, 5.0, 1100.0]))
+    assert "2.26e+15" in html and "inf (overflow)" in html
+    if node_path() is not None:  # the browser's cells are the same strings
+        got = run_js(module_source("toy.js"), "return [4.113, 2262708765584501.5, Infinity].map(formatNumber);")
+        assert got == ["4.113", "2.26e+15", "inf (overflow)"]

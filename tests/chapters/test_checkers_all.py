@@ -8,8 +8,8 @@ holds the right answer under the checker's name without ``check_`` (``check_proj
 The solution is wrapped to return its results as float32, as torch tensors (plain,
 and requiring grad), as nested lists, and as a function that scrambles its inputs in
 place after computing: each must be accepted. The float32 form computes in float64 and
-rounds at the end, the cheapest honest float32; ``test_feedback.py`` covers float32
-throughout on its own cases.
+rounds at the end; "float32 throughout" casts the inputs to float32 first, so every
+step of the solution runs in float32.
 """
 from __future__ import annotations
 
@@ -92,8 +92,19 @@ def _scramble(x):
             _scramble(getattr(x, f.name))
 
 
+def _inputs_float32(x):
+    """``x`` with its float64 arrays (also inside a dataclass such as MultiHeadParams) in float32."""
+    if isinstance(x, np.ndarray) and x.dtype == np.float64:
+        return x.astype(np.float32)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return dataclasses.replace(x, **{f.name: _inputs_float32(getattr(x, f.name))
+                                         for f in dataclasses.fields(x) if f.init})
+    return x
+
+
 FORMS = {
     "float32": lambda sol: lambda *a: _float32(sol(*a)),
+    "float32 throughout": lambda sol: lambda *a: _float32(sol(*(_inputs_float32(v) for v in a))),
     "torch": lambda sol: lambda *a: _tensor(sol(*a)),
     "torch requires_grad": lambda sol: lambda *a: _tensor(sol(*a), grad=True),
     "lists": lambda sol: lambda *a: _as_list(sol(*a)),

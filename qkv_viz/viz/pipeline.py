@@ -6,10 +6,12 @@
 Every matrix product is drawn as an "@" node that both factors point into.
 
 ``plot_pipeline(T=3, d_model=4, d_k=2, d_v=2, highlight=None)`` draws it with small
-seeded example numbers: each matrix is a grid of T x ... cells, shaded by its values
-(queries, keys and values in ``style.QUERY_COLOR`` / ``KEY_COLOR`` / ``VALUE_COLOR``,
-scores on the diverging ``style.SCORES_CMAP`` centred on 0, weights on
-``style.WEIGHTS_CMAP`` 0..1, each with a small scale). Chapter 0 introduces it;
+seeded example numbers; ``plot_pipeline(X=X, W_q=W_q, W_k=W_k, W_v=W_v, tokens=...)``
+draws a given example and writes every number in its cell. Each matrix is a grid of
+cells: X, the W's, Q, K, V and the output shaded from their own smallest entry (light)
+to their largest (dark), in ``style.QUERY_COLOR`` / ``KEY_COLOR`` / ``VALUE_COLOR``;
+dot products and scores on the diverging ``style.SCORES_CMAP`` centred on 0 (one
+labelled scale for both), weights on ``style.WEIGHTS_CMAP`` 0..1 (a labelled scale). Chapter 0 introduces it;
 later chapters pass ``highlight`` to point at their stage: one of ``STAGES``
 ("input", "projections", "qkv", "scores", "scale", "mask", "softmax", "output").
 "mask" also draws the causal-mask step (``mask=True`` draws it without highlighting).
@@ -51,6 +53,34 @@ def _example(T, d_model, d_k, d_v, masked, seed=0):
                 mask=mask, weights=weights, out=out)
 
 
+def _given_example(X, W_q, W_k, W_v, masked):
+    """The named arrays of ``_example`` for a given X (T, d_model) and W's (d_model, d_k|d_v)."""
+    from qkv_viz.core.validate import as_array
+    x = as_array("X", X, ndim=2)
+    w_q, w_k, w_v = (as_array(n, W, ndim=2) for n, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)))
+    for n, W in (("W_q", w_q), ("W_k", w_k), ("W_v", w_v)):
+        if W.shape[0] != x.shape[1]:
+            raise ValueError(f"{n} must have d_model = {x.shape[1]} rows (X has shape {x.shape}), "
+                             f"got shape {W.shape}")
+    if w_q.shape[1] != w_k.shape[1]:
+        raise ValueError(f"W_q and W_k must share d_k: W_q has shape {w_q.shape}, W_k has shape {w_k.shape}")
+    q, k, v = x @ w_q, x @ w_k, x @ w_v  # (T, d_model) @ (d_model, d_k|d_v) -> (T, d_k|d_v)
+    scores = q @ k.T                     # (T, d_k) @ (d_k, T) -> (T, T)
+    scaled = scores / np.sqrt(w_q.shape[1])
+    mask = causal_mask(x.shape[0]) if masked else None
+    weights = masked_softmax(scaled, mask)
+    return dict(x=x, w_q=w_q, w_k=w_k, w_v=w_v, q=q, k=k, v=v, scores=scores, scaled=scaled,
+                mask=mask, weights=weights, out=weights @ v)
+
+
+def _cell_number(x) -> str:
+    """A number short enough for a cell: 2, 0.5, .42, -1.3."""
+    if np.isclose(x, round(x)):
+        return f"{int(round(x))}"
+    text = f"{x:.2f}".rstrip("0")
+    return text.replace("0.", ".", 1) if abs(x) < 1 else f"{x:.1f}"
+
+
 def _tint(color, values):
     """Shades of ``color`` for ``values``: light for the smallest, full colour for the largest."""
     lo, hi = float(values.min()), float(values.max())
@@ -77,9 +107,9 @@ class _Canvas:
         return self.add(stage, self.ax.text(x, y, s, fontsize=size, **kw))
 
     def matrix(self, stage, cx, cy, colors, name, shape, numbers, name_color=_INK, masked=None,
-               name_floor=-np.inf):
+               name_floor=-np.inf, values=None):
         """Cells (rows, cols, 3) centred on (cx, cy); name above (never below ``name_floor``),
-        shape in two lines below."""
+        shape in two lines below; ``values`` (rows, cols), if given, written in the cells."""
         rows, cols = colors.shape[:2]
         c = self.cell
         x0, y0 = cx - cols * c / 2, cy - rows * c / 2
@@ -88,6 +118,10 @@ class _Canvas:
             self.add(stage, self.ax.add_patch(Rectangle(
                 (x0 + j * c, y0 + (rows - 1 - i) * c), c, c, facecolor="#D9D9D9" if cut else colors[i, j],
                 edgecolor="white", lw=1.0, hatch="////" if cut else None)))
+            if values is not None and not cut:
+                dark = np.dot(colors[i, j], (0.299, 0.587, 0.114)) < 0.5
+                self.text(stage, x0 + (j + 0.5) * c, y0 + (rows - 1 - i + 0.5) * c, _cell_number(values[i, j]),
+                          size=style.MIN_FONT_PT, va="center", color="white" if dark else _INK, gid="cell-number")
         self.add(stage, self.ax.add_patch(Rectangle((x0, y0), cols * c, rows * c, fill=False,
                                                     edgecolor="#444444", lw=0.8, gid="frame")))
         top, bottom = y0 + rows * c, y0
@@ -108,8 +142,9 @@ class _Canvas:
         return a
 
 
-def _scale_bar(canvas, stage, cx, y, cmap, ticks, steps=32):
-    """A small horizontal colour scale under a matrix (a strip of patches, not an image), end labels."""
+def _scale_bar(canvas, stage, cx, y, cmap, ticks, label, steps=32):
+    """A small horizontal colour scale under a matrix (a strip of patches, not an image), end labels,
+    and what it measures (``label``) written under it."""
     w, h = 0.62, 0.07
     colors = plt.get_cmap(cmap)(np.linspace(0, 1, steps))  # (steps, 4)
     x0 = cx - w / 2
@@ -118,6 +153,7 @@ def _scale_bar(canvas, stage, cx, y, cmap, ticks, steps=32):
                                                         facecolor=color, edgecolor="none", lw=0, gid="scale")))
     canvas.text(stage, cx - w / 2, y - h - 0.04, ticks[0], va="top")
     canvas.text(stage, cx + w / 2, y - h - 0.04, ticks[1], va="top")
+    canvas.text(stage, cx, y - h - 0.24, label, va="top", gid="scale-label")
 
 
 def _check_highlight(highlight):
@@ -129,24 +165,40 @@ def _check_highlight(highlight):
     return key
 
 
-def plot_pipeline(T=3, d_model=4, d_k=2, d_v=2, ax=None, highlight=None, mask=False, seed=0):
+def plot_pipeline(T=3, d_model=4, d_k=2, d_v=2, ax=None, highlight=None, mask=False, seed=0,
+                  X=None, W_q=None, W_k=None, W_v=None, tokens=None):
     """One end-to-end figure of self-attention, every matrix labelled with its shape.
 
     ``T`` tokens, model width ``d_model``, query/key width ``d_k``, value width ``d_v``
-    (small: the cells are drawn). ``highlight``: a stage of ``STAGES`` to emphasise
+    (small: the cells are drawn), with seeded example numbers. Or a given example:
+    ``X`` (T, d_model) and ``W_q``, ``W_k`` (d_model, d_k), ``W_v`` (d_model, d_v) (all four;
+    the sizes then come from them), every number written in its cell, ``tokens`` (T names)
+    beside the rows of X. ``highlight``: a stage of ``STAGES`` to emphasise
     (the others fade); "mask" adds the causal mask step (as ``mask=True`` does).
     ``ax``: an axes to draw on (it is cleared of ticks; the picture keeps its aspect).
     Returns a dict stage -> list of the artists drawn for it.
     """
+    given = [W is not None for W in (X, W_q, W_k, W_v)]
+    if any(given) and not all(given):
+        raise ValueError("plot_pipeline draws a given example only with all of X, W_q, W_k and W_v; missing: "
+                         + ", ".join(n for n, g in zip(("X", "W_q", "W_k", "W_v"), given) if not g))
+    given = all(given)
+    key = _check_highlight(highlight)
+    masked = bool(mask) or key == "mask"
+    if given:
+        data = _given_example(X, W_q, W_k, W_v, masked)
+        (T, d_model), d_k, d_v = data["x"].shape, data["w_q"].shape[1], data["w_v"].shape[1]
+        if tokens is not None and len(tokens) != T:
+            raise ValueError(f"tokens has {len(tokens)} names but X has {T} rows")
     T, d_model, d_k, d_v = (positive_int(n, v) for n, v in
                             (("T", T), ("d_model", d_model), ("d_k", d_k), ("d_v", d_v)))
     if max(T, d_model, d_k, d_v) > 8:
         raise ValueError(f"plot_pipeline draws every cell: keep T, d_model, d_k, d_v <= 8, got "
                          f"T={T}, d_model={d_model}, d_k={d_k}, d_v={d_v}")
-    key = _check_highlight(highlight)
-    masked = bool(mask) or key == "mask"
-    data = _example(T, d_model, d_k, d_v, masked, seed)
-    cell = _cell_size(T, d_model, d_k, d_v, masked)
+    if not given:
+        data = _example(T, d_model, d_k, d_v, masked, seed)
+    data["numbers"], data["tokens"] = given, (None if tokens is None else [str(t) for t in tokens])
+    cell = _cell_size(T, d_model, d_k, d_v, masked, largest=0.24 if given else 0.19, two_rows=given)
     own = ax is None
     if own:
         _, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 3.0), dpi=style.DPI)  # resized in _frame
@@ -183,15 +235,17 @@ def _proj_offsets(d_k, d_v, c):
     return to_at, to_qkv
 
 
-def _cell_size(T, d_model, d_k, d_v, masked) -> float:
-    """The largest cell (<= 0.19 in) with which the whole row of stages fits the column."""
+def _cell_size(T, d_model, d_k, d_v, masked, largest=0.19, two_rows=False) -> float:
+    """The largest cell (<= ``largest`` in) with which the whole row of stages fits the column
+    (``two_rows``: the projections on one row, the attention from Q, K, V on the next)."""
     room = style.COLUMN_WIDTH - 0.5  # 0.5: the caption and labels past the edges
-    for cell in np.arange(0.19, 0.05, -0.005):
+    for cell in np.arange(largest, 0.05, -0.005):
         to_at, to_qkv = _proj_offsets(d_k, d_v, cell)
         op = _op_gap(T, cell)
-        width = (d_model * cell + to_at + to_qkv + max(d_k, d_v) * cell / 2   # X .. Q, K, V
-                 + 1.0 + T * cell                                              # @ and Q K^T
+        row_a = d_model * cell + to_at + to_qkv + max(d_k, d_v) * cell / 2 + 0.7  # X .. Q, K, V (+ names)
+        row_b = (max(d_k, d_v) * cell + 1.0 + T * cell                               # Q, K, V, @ and Q K^T
                  + (2 + masked) * (op + T * cell) + op + 0.2 + d_v * cell + _MARGINS)
+        width = max(row_a, row_b) if two_rows else row_a - 0.7 + row_b - max(d_k, d_v) * cell
         if width <= room:
             return float(cell)
     return 0.05
@@ -214,8 +268,11 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
     y_s = (y_q + y_k) / 2                       # the scores chain runs between the Q and K rows
     op_gap = _op_gap(T, c)
     x = d_model * c / 2
-    canvas.matrix("input", x, y_k, _tint("#7F7F7F", d["x"]), "$X$", r"$T\times d_\mathrm{model}$",
-                  f"{T}×{d_model}")
+    num = (lambda a: a) if d["numbers"] else (lambda a: None)  # the values written in the cells, or none
+    x_box = canvas.matrix("input", x, y_k, _tint("#7F7F7F", d["x"]), "$X$", r"$T\times d_\mathrm{model}$",
+                          f"{T}×{d_model}", values=num(d["x"]))
+    for i, name in enumerate(d["tokens"] or []):
+        canvas.text("input", x_box[0] - 0.06, x_box[3] - (i + 0.5) * c, name, ha="right", va="center")
     x_in_right = x + d_model * c / 2
     to_at, to_qkv = _proj_offsets(d_k, d_v, c)
     x_bus, x_at = x_in_right + 0.2, x_in_right + to_at
@@ -226,21 +283,34 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
     canvas.add("projections", canvas.ax.plot([x_bus, x_bus], [y_v, y_q], **line)[0])
     rows = (("q", y_q, style.QUERY_COLOR, d_k), ("k", y_k, style.KEY_COLOR, d_k),
             ("v", y_v, style.VALUE_COLOR, d_v))
-    boxes = {}
+    boxes, rows_colors = {}, [r[2] for r in rows]
     for name, y, color, width in rows:
         at = _at_node(canvas, "projections", x_at, y)
         canvas.arrow("projections", (x_bus, y), (at[0], y))
         w_cy = y - w_top - d_model * c / 2
         w_box = canvas.matrix("projections", x_at, w_cy, _tint(color, d[f"w_{name}"]), "",
                               rf"$d_\mathrm{{model}}\times d_{name}$".replace("d_q", "d_k"),
-                              f"{d_model}×{width}", name_color=color)
+                              f"{d_model}×{width}", name_color=color, values=num(d[f"w_{name}"]))
         canvas.text("projections", w_box[0] - 0.07, w_cy, f"$W_{name}$", size=_NAME_FONT, ha="right",
                     va="center", color=color)
         canvas.arrow("projections", (x_at, w_box[3]), (x_at, at[1]))
         boxes[name] = canvas.matrix("qkv", x_qkv, y, _tint(color, d[name]), f"${name.upper()}$",
                                     rf"$T\times d_{'v' if name == 'v' else 'k'}$", f"{T}×{width}",
-                                    name_color=color)
+                                    name_color=color, values=num(d[name]))
         canvas.arrow("projections", (at[2], y), (boxes[name][0], y))
+    x_right_a = x_qkv + max(d_k, d_v) * c / 2
+    if d["numbers"]:  # numbers need wide cells: the attention itself runs on a second row, from Q, K, V again
+        gap = T * c + 0.75
+        y_q = y_v - w_top - d_model * c - 1.05 - T * c / 2
+        y_k, y_v = y_q - gap, y_q - 2 * gap
+        x_qkv = max(d_k, d_v) * c / 2 + 0.05
+        canvas.text(None, x_qkv, y_q + T * c / 2 + 0.45, "then, with the same Q, K, V:", ha="left",
+                    va="bottom", color="#555555")
+        for name, y, color, width in zip("qk", (y_q, y_k), rows_colors, (d_k, d_k)):  # V hangs under its "@"
+            boxes[name] = canvas.matrix("qkv", x_qkv, y, _tint(color, d[name]), f"${name.upper()}$",
+                                        rf"$T\times d_{'v' if name == 'v' else 'k'}$", f"{T}×{width}",
+                                        name_color=color, values=num(d[name]))
+        y_s = (y_q + y_k) / 2
     # Q @ K^T: the two upper branches meet in an "@", the dot products come out
     floor = y_s + 0.36  # the chain's names sit above its arrow labels, however short the matrices
     lim = float(np.abs(d["scores"]).max()) or 1.0
@@ -252,43 +322,63 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
                 va="center", ha="left")
     x_s = dot[2] + 0.3 + T * c / 2
     s_box = canvas.matrix("scores", x_s, y_s, _diverging(d["scores"], lim), "dot products\n" + r"$QK^\top$",
-                          r"$T\times T$", f"{T}×{T}", name_floor=floor)
+                          r"$T\times T$", f"{T}×{T}", name_floor=floor, values=num(d["scores"]))
     canvas.arrow("scores", (dot[2], y_s), (s_box[0], y_s))
     # / sqrt(d_k): the scores (the mask, when drawn, comes before softmax too)
     x_sc = s_box[2] + op_gap + T * c / 2
     sc_box = canvas.matrix("scale", x_sc, y_s, _diverging(d["scaled"], lim),
                            r"$QK^\top/\sqrt{d_k}$" if masked else "scores\n" + r"$QK^\top/\sqrt{d_k}$",
-                           r"$T\times T$", f"{T}×{T}", name_floor=floor)
+                           r"$T\times T$", f"{T}×{T}", name_floor=floor, values=num(d["scaled"]))
     canvas.arrow("scale", (s_box[2], y_s), (sc_box[0], y_s), label=r"$\div\sqrt{d_k}$")
     last = sc_box
     if masked:
         x_m = sc_box[2] + op_gap + T * c / 2
         m_box = canvas.matrix("mask", x_m, y_s, _diverging(d["scaled"], lim), "scores\n(masked)",
-                              r"$T\times T$", "hatched: −∞", masked=d["mask"], name_floor=floor)
+                              r"$T\times T$", "hatched: −∞", masked=d["mask"], name_floor=floor,
+                              values=num(d["scaled"]))
         canvas.arrow("mask", (sc_box[2], y_s), (m_box[0], y_s), label="mask")
         last = m_box
     x_a = last[2] + op_gap + T * c / 2
     a_box = canvas.matrix("softmax", x_a, y_s, _weights_rgb(d["weights"]), "weights",
-                          r"$T\times T$", "rows sum to 1", name_floor=floor)
+                          r"$T\times T$", "rows sum to 1", name_floor=floor, values=num(d["weights"]))
     canvas.arrow("softmax", (last[2], y_s), (a_box[0], y_s), label="softmax")
-    _scale_bar(canvas, "softmax", x_a, a_box[1] - 0.5, style.WEIGHTS_CMAP, ("0", "1"))
+    _scale_bar(canvas, "softmax", x_a, a_box[1] - 0.5, style.WEIGHTS_CMAP, ("0", "1"), "weights")
     # weights @ V -> output
-    x_wv = a_box[2] + op_gap / 2
+    x_wv = a_box[2] + op_gap * (0.85 if d["numbers"] else 0.5)  # numbers: room for the name of V under it
     wv = _at_node(canvas, "output", x_wv, y_s)
     x_o = x_wv + 0.2 + op_gap / 2 + d_v * c / 2
     o_box = canvas.matrix("output", x_o, y_s, _tint(style.VALUE_COLOR, d["out"]), "output",
-                          r"$T\times d_v$", f"{T}×{d_v}", name_color=style.VALUE_COLOR, name_floor=floor)
+                          r"$T\times d_v$", f"{T}×{d_v}", name_color=style.VALUE_COLOR, name_floor=floor,
+                            values=num(d["out"]))
     canvas.arrow("output", (a_box[2], y_s), (wv[0], y_s))
     canvas.arrow("output", (wv[2], y_s), (o_box[0], y_s))
-    canvas.arrow("output", (boxes["v"][2], y_v), (x_wv, wv[1]),
-                 connection="angle,angleA=0,angleB=90,rad=6", color=style.VALUE_COLOR)
-    _scale_bar(canvas, "scores", x_s, s_box[1] - 0.5, style.SCORES_CMAP, ("−", "+"))
-    canvas.text(None, o_box[2] + 0.3, y_v - 0.12,
-                f"example numbers: T = {T}, $d_\\mathrm{{model}}$ = {d_model}, $d_k$ = {d_k}, $d_v$ = {d_v}\n"
-                "every cell shaded by its value; @ = matrix product", va="top", ha="right", color="#555555")
-    top = y_q + max(T * c / 2 + 0.35, 0.35)
-    bottom = min(y_v - w_top - d_model * c - 0.6, y_v - T * c / 2 - 0.55)
-    return (min(-0.1, x - 0.55), bottom, o_box[2] + 0.35, top)  # X's shape label is wider than X
+    if d["numbers"]:  # V hangs below the "@" it enters, as the W's do on the first row
+        v_cy = y_s - w_top - T * c / 2
+        boxes["v"] = canvas.matrix("qkv", x_wv, v_cy, _tint(style.VALUE_COLOR, d["v"]), "", r"$T\times d_v$",
+                                   f"{T}×{d_v}", values=num(d["v"]))
+        canvas.text("qkv", boxes["v"][0] - 0.07, v_cy, "$V$", size=_NAME_FONT, ha="right", va="center",
+                    color=style.VALUE_COLOR)
+        canvas.arrow("output", (x_wv, boxes["v"][3]), (x_wv, wv[1]), color=style.VALUE_COLOR)
+        y_v = v_cy - T * c / 2
+    else:
+        canvas.arrow("output", (boxes["v"][2], y_v), (x_wv, wv[1]),
+                     connection="angle,angleA=0,angleB=90,rad=6", color=style.VALUE_COLOR)
+    _scale_bar(canvas, "scale", x_sc, sc_box[1] - 0.5, style.SCORES_CMAP,
+               (f"−{_cell_number(lim).lstrip('.')}" if lim >= 1 else f"−{lim:.2g}", f"+{lim:.3g}"),
+               "dot products,\nscores: white = 0")
+    cap_x, cap_y = (x_right_a + 3.6, 2 * row_h + T * c / 2) if d["numbers"] else (o_box[2] + 0.3, y_v - 0.12)
+    canvas.text(None, cap_x, cap_y,
+                ("" if d["numbers"] else "example numbers, ")
+                + f"T = {T}, $d_\\mathrm{{model}}$ = {d_model}, $d_k$ = {d_k}, $d_v$ = {d_v}\n"
+                "X, W, Q, K, V, output: each shaded from its\nsmallest (light) to its largest (dark) entry\n"
+                "@ = matrix product", va="top", ha="right", color="#555555")
+    top = (2 * row_h if d["numbers"] else y_q) + max(T * c / 2 + 0.35, 0.35)
+    if d["numbers"]:
+        bottom = min(y_k - T * c / 2, y_v) - 0.55
+    else:
+        bottom = min(y_v - w_top - d_model * c - 0.6, y_v - T * c / 2 - 0.55)
+    left = x - 0.55 - (0.09 * max(map(len, d["tokens"])) if d["tokens"] else 0)  # room for the tokens' names
+    return (min(-0.1, left), bottom, max(o_box[2], cap_x - 0.3 if d["numbers"] else 0) + 0.35, top)  # X's shape label is wider than X
 
 
 def _diverging(values, limit):

@@ -130,3 +130,42 @@ def test_highlighting_the_projections_colours_the_inputs_bus_too():
     arts = plot_pipeline(highlight="projections")
     bus = [a for a in arts["projections"] if isinstance(a, Line2D)]
     assert len(bus) == 2 and all(matplotlib.colors.to_hex(a.get_color()) == "#e69f00" for a in bus)
+
+
+_BANK_X = np.array([[0, 0, 0], [1, 0, 1], [0.3, 0.3, 1], [1, 0, 0]])  # chapter 0: the river bank flooded
+_BANK_W = dict(W_q=np.array([[0, 0], [0, 0], [2, 2]]), W_k=np.array([[2, 0], [0, 2], [0, 0]]),
+               W_v=np.array([[1, 0], [0, 1], [0, 0]]))
+
+
+def test_a_given_example_writes_its_own_numbers_in_the_cells():
+    arts = plot_pipeline(X=_BANK_X, tokens=["the", "river", "bank", "flooded"], **_BANK_W)
+    numbers = lambda stage: [t.get_text() for t in arts[stage] if getattr(t, "get_gid", lambda: None)() == "cell-number"]  # noqa: E731
+    assert numbers("input") == ["0", "0", "0", "1", "0", "1", ".3", ".3", "1", "1", "0", "0"]
+    weights = _BANK_X @ _BANK_W["W_q"] @ (_BANK_X @ _BANK_W["W_k"]).T / np.sqrt(2)
+    weights = np.exp(weights - weights.max(1, keepdims=True))
+    weights /= weights.sum(1, keepdims=True)
+    assert numbers("softmax")[4:8] == [f"{w:.2f}".lstrip("0") for w in weights[1]]  # river's row: .02 .42 .14 .42
+    assert "bank" in _texts(arts, "input") and "4×3" in _texts(arts, "input")
+    assert "dot products,\nscores: white = 0" in _texts(arts, "scale")
+    assert "weights" in _texts(arts, "softmax")
+
+
+def test_a_given_example_fits_and_no_two_labels_overlap(bench):
+    fig = _fig(plot_pipeline(X=_BANK_X, tokens=["the", "river", "bank", "flooded"], **_BANK_W))
+    r = bench.inspect_figure(fig)
+    assert r["width_px"] <= 880 and r["smallest_pt"] >= style.MIN_FONT_PT, r["small_texts"]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.axes[0].texts]
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1:]:
+            assert not box_a.overlaps(box_b), f"{a!r} overlaps {b!r}"
+
+
+def test_a_given_example_needs_all_four_matrices_and_matching_shapes():
+    with pytest.raises(ValueError, match="missing: W_v"):
+        plot_pipeline(X=_BANK_X, W_q=_BANK_W["W_q"], W_k=_BANK_W["W_k"])
+    with pytest.raises(ValueError, match=r"W_k must have d_model = 3 rows"):
+        plot_pipeline(X=_BANK_X, W_q=_BANK_W["W_q"], W_k=np.ones((4, 2)), W_v=_BANK_W["W_v"])
+    with pytest.raises(ValueError, match="tokens has 2 names"):
+        plot_pipeline(X=_BANK_X, tokens=["a", "b"], **_BANK_W)

@@ -230,8 +230,9 @@ def step_flops(d_model: int, n_heads: int, t: int, cached: bool = True) -> int:
 
     cached: q, k, v of the new token only, and its attention over the t+1 cached keys.
     Not cached: the whole prefix of t+1 tokens run again under the causal mask
-    (what a model without a cache does; ``attention_flops(config, T=t+1)``), of which
-    only the last row is kept. Softmax's few FLOPs per score are left out.
+    (``attention_flops(config, T=t+1)``), of which only the last row is kept: what a
+    stack of layers without a cache must do, since layer l+1's keys and values for old
+    tokens are projections of layer l's outputs for them. Softmax's few FLOPs per score are left out.
     """
     t = index_int("t", t)
     if t < 0:

@@ -54,3 +54,10 @@ def test_browser_maths_equal_the_core(n_kv):
     np.testing.assert_allclose(np.array(got["g"]).reshape(d, n_kv * dh), group_kv_heads(p.W_k, H, n_kv), atol=1e-14)
     np.testing.assert_allclose(np.array(got["k"]).reshape(T, n_kv * dh), x @ layer.W_k, atol=1e-12)
     assert got["n"] == 2 * 4 * n_kv * dh
+
+
+def test_still_picture_follows_the_step_and_the_kv_heads():
+    """The saved picture is the step on screen, not a fixed summary."""
+    pics = {(s, g): generation_widget(step=s, n_kv_heads=g).static_png() for s, g in ((1, 4), (3, 4), (3, 2))}
+    assert len(set(pics.values())) == 3
+    assert all(p.startswith(b"\x89PNG") for p in pics.values())

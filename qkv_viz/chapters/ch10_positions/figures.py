@@ -10,7 +10,6 @@ import numpy as np
 from qkv_viz.core.positions import apply_rope, pair_index, rope_dots_by_offset, rope_frequencies
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
-from qkv_viz.viz.plots import scores_heatmap
 
 
 def _axes(axes, n: int, aspect: float):
@@ -19,30 +18,56 @@ def _axes(axes, n: int, aspect: float):
     return np.atleast_1d(axes)
 
 
-def plot_sinusoids(P, axes=None):
-    """Left: the position vectors P (T, d_model) as rows. Right: P @ P.T, p_m . p_n for all m, n."""
+def _cosines(P):
+    """cos(p_m, p_n) for all m, n: (T, T)."""
+    U = P / np.linalg.norm(P, axis=1, keepdims=True)   # (T, d): unit rows
+    return U @ U.T                                     # (T, d) @ (d, T) -> (T, T)
+
+
+def plot_sinusoids(P, learned=None, axes=None, learned_name="learned"):
+    """Left: the position vectors P (T, d_model) as rows. Then cos(p_m, p_n) for all m, n;
+    with ``learned`` (T', d) a trained model's position table, its cosines beside them,
+    on one colour range fitted to the data."""
     P = as_array("P", P, ndim=2)
-    ax1, ax2 = _axes(axes, 2, 0.42)
-    im1 = ax1.imshow(P, cmap=style.SCORES_CMAP, vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
-    ax1.figure.colorbar(im1, ax=ax1, fraction=0.05, pad=0.03, label="value")
-    ax1.set(xlabel="coordinate (pairs: sin, cos)", ylabel="position m", title="position vectors $p_m$")
-    G = P @ P.T  # (T, d_model) @ (d_model, T) -> (T, T)
-    im2 = ax2.imshow(G, cmap=style.SCORES_CMAP, vmin=-np.abs(G).max(), vmax=np.abs(G).max(),
-                     aspect="auto", interpolation="nearest")
-    ax2.figure.colorbar(im2, ax=ax2, fraction=0.05, pad=0.03, label="$p_m \\cdot p_n$")
-    ax2.set(xlabel="position n", ylabel="position m", title="$p_m \\cdot p_n$: constant along diagonals")
-    return [im1, im2]
+    grams = [_cosines(P)] + ([_cosines(as_array("learned", learned, ndim=2))] if learned is not None else [])
+    axs = _axes(axes, 1 + len(grams), 0.34 if grams[1:] else 0.42)
+    im1 = axs[0].imshow(P, cmap=style.SCORES_CMAP, vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    axs[0].figure.colorbar(im1, ax=axs[0], fraction=0.05, pad=0.03, label="value")
+    axs[0].set(xlabel="coordinate (pairs: sin, cos)", ylabel="position m", title="sinusoids $p_m$")
+    lo = min(float(G.min()) for G in grams)
+    titles = ["sinusoids: cos($p_m$, $p_n$)", f"{learned_name}: cos($p_m$, $p_n$)"]
+    ims = [im1]
+    for ax, G, title in zip(axs[1:], grams, titles):
+        ims.append(ax.imshow(G, cmap=style.WEIGHTS_CMAP, vmin=lo, vmax=1, aspect="auto", interpolation="nearest"))
+        ax.set(xlabel="position n", ylabel="position m", title=title)
+    axs[-1].figure.colorbar(ims[-1], ax=list(axs[1:]), fraction=0.05, pad=0.03, label="cosine")
+    return ims
 
 
 def plot_dot_grid(grid, ax=None, title=None, label="$q_m \\cdot k_n$"):
-    """A (T, T) grid of q_m . k_n, rows m, columns n, on the book's diverging map."""
+    """A (T, T) grid of q_m . k_n, rows m, columns n, on a sequential map spanning the data."""
     grid = as_array("grid", grid, ndim=2)
-    im = scores_heatmap(grid, ax=ax, annotate=False, title=title, colorbar_label=label)
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(0.5, 0.9), layout="constrained")
+    im = ax.imshow(grid, cmap=style.WEIGHTS_CMAP, vmin=grid.min(), vmax=grid.max(), interpolation="nearest")
+    ax.figure.colorbar(im, ax=ax, fraction=0.05, pad=0.03, label=label)
     T, S = grid.shape
     ticks = lambda n: np.arange(0, n, 1 if n <= 10 else 5)  # no labels running together
-    im.axes.set(xlabel="key position n", ylabel="query position m", xticks=ticks(S), yticks=ticks(T),
-                xticklabels=ticks(S), yticklabels=ticks(T))
+    ax.set(xlabel="key position n", ylabel="query position m", xticks=ticks(S), yticks=ticks(T), title=title)
     return im
+
+
+def plot_head(weights, axes=None, titles=("without positions", "with RoPE")):
+    """Weights (T, T) of one head, side by side (e.g. without and with RoPE), on 0..1."""
+    ws = [as_array("weights", w, ndim=2) for w in weights]
+    axs = _axes(axes, len(ws), 0.42)
+    ims = []
+    for ax, w, title in zip(axs, ws, titles):
+        ims.append(ax.imshow(w, cmap=style.WEIGHTS_CMAP, vmin=0, vmax=1, interpolation="nearest"))
+        ax.set(xlabel="key position n", ylabel="query position m", title=title,
+               xticks=range(w.shape[1]), yticks=range(w.shape[0]))
+    axs[-1].figure.colorbar(ims[-1], ax=list(axs), fraction=0.05, pad=0.03, label="weights")
+    return ims
 
 
 def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0, ax=None,
@@ -60,8 +85,8 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
     kn = apply_rope(k[None], [n], base, pairing)[0][[a, b]]
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.42, 1.0))
-    r = 1.15 * max(np.hypot(*q[[a, b]]), np.hypot(*k[[a, b]]))
-    arts = [ax.add_patch(plt.Circle((0, 0), r / 1.15, fill=False, ls=":", color="#999"))]
+    r = max(np.hypot(*q[[a, b]]), np.hypot(*k[[a, b]]))
+    arts = [ax.add_patch(plt.Circle((0, 0), r, fill=False, ls=":", color="#999"))]
     for vec, colour, name, pos, faint in ((q[[a, b]], style.QUERY_COLOR, "q", 0, True),
                                           (k[[a, b]], style.KEY_COLOR, "k", 0, True),
                                           (qm, style.QUERY_COLOR, "q", m, False),
@@ -69,32 +94,39 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
         arts.append(ax.annotate("", xy=tuple(vec), xytext=(0, 0), arrowprops=dict(
             arrowstyle="-|>", color=colour, lw=1 if faint else 2.2, alpha=0.35 if faint else 1,
             ls="--" if faint else "-")))
-        if not faint:
-            arts.append(ax.annotate(f"{name} at {pos:g}", tuple(vec), xytext=(4, 4), textcoords="offset points",
-                                    color=colour, fontsize=style.FONT_PT, fontweight="bold"))
+        if not faint:   # the label beyond the arrowhead, along the arrow
+            tip = vec * (1 + 0.16 * r / max(np.hypot(*vec), 1e-12))
+            arts.append(ax.text(*tip, f"{name} at {pos:g}", color=colour, ha="center", va="center",
+                                fontsize=style.FONT_PT, fontweight="bold"))
+    aq, ak = np.arctan2(qm[1], qm[0]), np.arctan2(kn[1], kn[0])
+    between = (ak - aq + np.pi) % (2 * np.pi) - np.pi          # from q to k, -pi..pi
+    t = aq + np.linspace(0, between, 40)
+    arts.append(ax.plot(0.3 * r * np.cos(t), 0.3 * r * np.sin(t), color="#444", lw=1)[0])
+    mid = aq + between / 2
+    arts.append(ax.text(0.5 * r * np.cos(mid), 0.5 * r * np.sin(mid), f"{np.degrees(between):.0f}°",
+                        ha="center", va="center", fontsize=style.ANNOTATION_PT, color="#444"))
     theta = rope_frequencies(d_k, base)[pair]
     arts.append(ax.text(0.02, 0.02, "dashed: at position 0", transform=ax.transAxes, color="#555",
                         fontsize=style.ANNOTATION_PT))
-    ax.set(xlim=(-r, r), ylim=(-r, r), aspect="equal", xticks=[], yticks=[],
+    ax.set(xlim=(-1.4 * r, 1.4 * r), ylim=(-1.4 * r, 1.4 * r), aspect="equal", xticks=[], yticks=[],
            xlabel=f"coordinate {a}", ylabel=f"coordinate {b}")
     arts.append(ax.set_title(f"pair {pair} (θ = {theta:.3g} rad per position)\n"
-                             f"m = {m:g}, n = {n:g}: pair's q·k = {qm @ kn:.3f}", fontsize=style.FONT_PT))
+                             f"m = {m:g}, n = {n:g}: pair {pair}'s part of $q_m \\cdot k_n$ = {qm @ kn:.3f}", fontsize=style.FONT_PT))
     return arts
 
 
-def plot_frequencies_and_decay(d_k: int, base: float, distances, matching, unrelated, axes=None):
-    """Left: theta_i per pair (log scale). Right: mean q_m . k_n / d_k against n - m."""
+def plot_frequencies_and_decay(d_k: int, base: float, distances, expected, axes=None):
+    """Left: theta_i per pair (log scale). Right: the expected q_m . k_n / d_k of a key equal to
+    its query against n - m (``toy.expected_decay``, a closed form)."""
     ax1, ax2 = _axes(axes, 2, 0.38)
     theta = rope_frequencies(d_k, base)
     arts = [ax1.semilogy(np.arange(theta.size), theta, "o-", ms=3, color=style.QUERY_COLOR)[0]]
     ax1.set(xlabel="pair i", ylabel="θ_i (radians per position)",
             title=f"frequencies, d_k = {d_k}, base = {base:g}")
-    arts.append(ax2.plot(distances, matching, color=style.QUERY_COLOR, label="key matches query (k = q)")[0])
-    arts.append(ax2.plot(distances, unrelated, color=style.KEY_COLOR, label="unrelated random key")[0])
+    arts.append(ax2.plot(distances, expected, color=style.QUERY_COLOR)[0])
     ax2.axhline(0, color="#444", lw=0.8)
-    ax2.set(xlabel="distance n − m", ylabel="mean $q_m \\cdot k_n$ / d_k",
-            title="dot products fade with distance")
-    ax2.legend(loc="upper right", frameon=False)
+    ax2.set(xlabel="distance n − m", ylabel="expected $q_m \\cdot k_n$ / d_k",
+            title="key = query: $(2/d_k)\\,\\sum_i \\cos((n-m)\\,\\theta_i)$")
     return arts
 
 

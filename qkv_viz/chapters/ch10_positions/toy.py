@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from qkv_viz.core.attention import scaled_dot_product_attention
-from qkv_viz.core.positions import apply_rope, rope_dots_by_offset
+from qkv_viz.core.positions import apply_rope, rope_frequencies
 from qkv_viz.core.validate import as_array, as_rng, positive_int
 
 EMBEDDINGS = {              # noun, animal, person, action
@@ -62,24 +62,46 @@ def dot_grid(q, k, T: int, base: float = 10000.0, pairing: str = "adjacent") -> 
     return Qm @ Kn.T                                                  # (T, d_k) @ (d_k, T) -> (T, T)
 
 
-def decay_curves(d_k: int, distances, base: float = 10000.0, n_samples: int = 500, seed: int = 0):
-    """Mean of q_m . k_n / d_k over random q (entries N(0, 1)), as a function of n - m.
+def expected_decay(d_k: int, distances, base: float = 10000.0) -> np.ndarray:
+    """E[q_m . k_n] / d_k for a key equal to its query, q with entries N(0, 1), against n - m.
 
-    Returns (matching, unrelated), each (D,): ``k = q`` (a key that matches its
-    query) and an independent random ``k``.
+    Pair i contributes |q^(i)|^2 cos(d theta_i) and E|q^(i)|^2 = 2, so the mean is the
+    closed form (2 / d_k) sum_i cos(d theta_i): deterministic, no sampling. Shape (D,).
     """
-    rng = as_rng(seed)
     d = as_array("distances", distances, ndim=1)
-    matching, unrelated = np.zeros(d.shape), np.zeros(d.shape)
-    for _ in range(positive_int("n_samples", n_samples)):
-        q, k = rng.normal(size=(2, d_k))
-        matching += rope_dots_by_offset(q, q, d, base) / d_k
-        unrelated += rope_dots_by_offset(q, k, d, base) / d_k
-    return matching / n_samples, unrelated / n_samples
+    theta = rope_frequencies(positive_int("d_k", d_k), base)   # (d_k/2,)
+    return np.cos(d[:, None] * theta[None, :]).sum(axis=1) * 2 / d_k   # (D, d_k/2) -> (D,)
+
+
+def weights_line(words, weights, word: str) -> str:
+    """One line: ``word``'s row of weights (T, T), by word in alphabetical order (the same order for
+    every sentence), e.g. "dog bites man: dog's weights on bites 0.226, dog 0.520, man 0.254"."""
+    names = words.split() if isinstance(words, str) else list(words)
+    if word not in names:
+        raise ValueError(f"word must be one of {names}, got {word!r}")
+    row = as_array("weights", weights, ndim=2)[names.index(word)]
+    return f"{' '.join(names)}: {word}'s weights on " + ", ".join(   # the words in alphabetical order
+        f"{w} {row[names.index(w)]:.3f}" for w in sorted(set(names)))
+
+
+def previous_token_head(T: int = 8, d_k: int = 16, strength: float = 6.0):
+    """A head that ignores the words: every query is q, every key is k = q turned by one position.
+
+    q has ``strength`` on coordinates 0 and 2 (pairs 0 and 1, the two fastest). With RoPE,
+    q_m . k_n = q^T R_(n-m+1) q, largest at n = m - 1: each token looks at the one before.
+    Returns (Q, K), each (T, d_k), before any turning.
+    """
+    T, d_k = positive_int("T", T), positive_int("d_k", d_k)
+    if d_k < 4 or d_k % 2:
+        raise ValueError(f"d_k must be even and >= 4, got {d_k}")
+    q = np.zeros(d_k)
+    q[[0, 2]] = strength
+    k = apply_rope(q[None], [1])[0]                      # (d_k,): q turned to position 1
+    return np.tile(q, (T, 1)), np.tile(k, (T, 1))       # (T, d_k) each
 
 
 def widget_vectors(seed: int = 0, d_k: int = WIDGET_D_K_MAX):
-    """The live figure's query and key (d_k,): k = 0.8 q + 0.6 z, a key that mostly matches q."""
-    rng = as_rng(seed)
-    q, z = rng.normal(size=(2, d_k))
-    return q, 0.8 * q + 0.6 * z
+    """The live figure's query and key (d_k,): a random q and the key k = q (a key that matches it),
+    so the curve q_m . k_n against n - m peaks at offset 0."""
+    q = as_rng(seed).normal(size=d_k)
+    return q, q.copy()

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from qkv_viz.chapters.ch10_positions.figures import plot_offset_curve, plot_turning
 from qkv_viz.chapters.ch10_positions.toy import WIDGET_D_K_MAX, widget_vectors
-from qkv_viz.core.positions import rope_dot
+from qkv_viz.core.positions import rope_dot, rope_dots_by_offset
 from qkv_viz.core.validate import index_int
 from qkv_viz.viz import style
 from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
@@ -72,6 +72,10 @@ class RopeFigure(CanvasFigure):
         q, k = self._q[:self.d_k], self._k[:self.d_k]
         plot_turning(q, k, self.m, self.n, self.base, self.pair, ax=ax1)
         plot_offset_curve(q, k, self.base, self.t_max, self.m, self.n, ax=ax2)
+        offset = rope_dots_by_offset(q, k, [self.n - self.m], self.base)[0]
+        fig.suptitle(f"d_k = {self.d_k}, key = the query. q_m · k_n (all pairs, the dot) = {self.dot:.3f}; "
+                     f"from n − m alone = {offset:.3f}.\nLive controls: m, n, keep n − m fixed, d_k, base, "
+                     "pair drawn.", fontsize=style.ANNOTATION_PT)
         return figure_png(fig)
 
 

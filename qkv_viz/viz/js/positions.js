@@ -100,7 +100,7 @@ function render({model, el}) {
     ctx.clearRect(0, 0, width, height);
     const a = 2 * s.pair, b = a + 1;
     const radius = Math.max(Math.hypot(q[a], q[b]), Math.hypot(k[a], k[b]), 1e-12);
-    const px = 115 / radius;
+    const px = 100 / radius;
     ctx.strokeStyle = "#ccc"; ctx.lineWidth = 1;
     ctx.beginPath(); ctx.moveTo(cx - 130, cy); ctx.lineTo(cx + 130, cy); ctx.moveTo(cx, cy - 130); ctx.lineTo(cx, cy + 130); ctx.stroke();
     for (const [vec, colour] of [[[q[a], q[b]], "#D55E00"], [[k[a], k[b]], "#0072B2"]]) {
@@ -111,8 +111,9 @@ function render({model, el}) {
     const qm = [r.qm[a], r.qm[b]], kn = [r.kn[a], r.kn[b]];
     arrow(ctx, cx, cy, cx + qm[0] * px, cy - qm[1] * px, "#D55E00", 2.5, false);
     arrow(ctx, cx, cy, cx + kn[0] * px, cy - kn[1] * px, "#0072B2", 2.5, false);
-    text(ctx, `q at ${s.m}`, cx + qm[0] * px + 4, cy - qm[1] * px - 4, {colour: "#D55E00", font: BOLD});
-    text(ctx, `k at ${s.n}`, cx + kn[0] * px + 4, cy - kn[1] * px + 12, {colour: "#0072B2", font: BOLD});
+    const beyond = (v) => 1 + 18 / Math.max(Math.hypot(...v) * px, 1e-12);   // a label 18 px past its arrowhead
+    text(ctx, `q at ${s.m}`, cx + qm[0] * px * beyond(qm), cy - qm[1] * px * beyond(qm), {colour: "#D55E00", font: BOLD, align: "center", base: "middle"});
+    text(ctx, `k at ${s.n}`, cx + kn[0] * px * beyond(kn), cy - kn[1] * px * beyond(kn), {colour: "#0072B2", font: BOLD, align: "center", base: "middle"});
     const aq = Math.atan2(qm[1], qm[0]), ak = Math.atan2(kn[1], kn[0]);
     let between = (ak - aq) * 180 / Math.PI;            // from q to k, wrapped to -180..180
     between = ((between % 360) + 540) % 360 - 180;
@@ -163,7 +164,7 @@ function render({model, el}) {
       row("m, n, offset n \u2212 m", `${s.m}, ${s.n}, ${s.n - s.m}`),
       row("q_m \u00b7 k_n (both turned)", r.dot.toFixed(4)),
       row("q_0 \u00b7 k_(n\u2212m) (offset only)", r.dotOffset.toFixed(4)),
-      row(`the drawn pair's part (pair ${s.pair})`, r.pairDot.toFixed(4)),
+      row(`pair ${s.pair}'s part of q_m \u00b7 k_n (drawn)`, r.pairDot.toFixed(4)),
       row("q \u00b7 k without positions", r.plain.toFixed(4)));
     el.qkv = {settings: {...s, tMax}, dot: r.dot, dotOffset: r.dotOffset, plain: r.plain, pairDot: r.pairDot,
               curve: Array.from(r.curve), offsets, angle: r.angle};

@@ -16,16 +16,48 @@ def _close():
     plt.close("all")
 
 
-def test_sinusoids_panels_show_P_and_its_gram_matrix():
+def test_sinusoids_panels_show_P_and_the_cosines_on_one_fitted_range():
     P = sinusoidal_positions(20, 8)
-    im1, im2 = figures.plot_sinusoids(P)
+    learned = np.random.default_rng(0).normal(size=(12, 6))
+    im1, im2, im3 = figures.plot_sinusoids(P, learned)
     np.testing.assert_allclose(im1.get_array(), P)
-    np.testing.assert_allclose(im2.get_array(), P @ P.T)
+    np.testing.assert_allclose(im2.get_array(), P @ P.T / 4)          # |p_m|^2 = d_model / 2
+    U = learned / np.linalg.norm(learned, axis=1, keepdims=True)
+    np.testing.assert_allclose(im3.get_array(), U @ U.T)
+    lo = min((P @ P.T / 4).min(), (U @ U.T).min())
+    assert im2.get_clim() == im3.get_clim() == pytest.approx((lo, 1.0))
+    assert len(figures.plot_sinusoids(P)) == 2
 
 
-def test_dot_grid_ticks_do_not_run_together():
-    im = figures.plot_dot_grid(np.arange(256.0).reshape(16, 16))
+def test_dot_grid_ticks_do_not_run_together_and_colours_span_the_data():
+    grid = np.arange(256.0).reshape(16, 16) - 200
+    im = figures.plot_dot_grid(grid)
     assert [t.get_text() for t in im.axes.get_xticklabels()] == ["0", "5", "10", "15"]
+    assert im.get_clim() == (-200.0, 55.0)
+
+
+def test_head_panels_show_the_weights_on_0_to_1():
+    w = np.full((4, 4), 0.25), np.eye(4)
+    ims = figures.plot_head(w)
+    for im, want in zip(ims, w):
+        np.testing.assert_array_equal(im.get_array(), want)
+        assert im.get_clim() == (0, 1)
+
+
+def test_turning_arc_and_labels_sit_off_the_arrowheads():
+    q, k = np.array([1.0, 0.0, 0.5, 0.5]), np.array([0.0, 1.0, 1.0, 0.0])
+    arts = figures.plot_turning(q, k, m=1, n=3)
+    labels = [a for a in arts if hasattr(a, "get_text") and a.get_text() in ("q at 1", "k at 3")]
+    assert len(labels) == 2
+    tips = {"q at 1": np.array([np.cos(1), np.sin(1)]), "k at 3": np.array([-np.sin(3), np.cos(3)])}
+    for lab in labels:
+        pos, tip = np.array(lab.get_position()), tips[lab.get_text()]
+        assert np.linalg.norm(pos) > 1.1 * np.linalg.norm(tip)                 # beyond the head
+        assert abs(np.arctan2(pos[1], pos[0]) - np.arctan2(tip[1], tip[0])) < 1e-9  # along the arrow
+    degrees = [a.get_text() for a in arts if hasattr(a, "get_text") and a.get_text().endswith("°")]
+    # the angle from q (1 rad) to k (3 + pi/2 rad), wrapped to -180..180
+    want = np.degrees((3 + np.pi / 2 - 1 + np.pi) % (2 * np.pi) - np.pi)
+    assert degrees == [f"{want:.0f}°"]
 
 
 def test_turning_title_is_the_pairs_dot_product():
@@ -43,3 +75,9 @@ def test_offset_curve_marks_the_current_offset():
     assert marker.get_xdata()[0] == 3
     np.testing.assert_allclose(marker.get_ydata()[0], rope_dots_by_offset(q[:8], k[:8], [3])[0])
     assert len(line.get_xdata()) == 63
+
+
+def test_decay_panel_draws_the_closed_form():
+    d = np.arange(0, 100)
+    arts = figures.plot_frequencies_and_decay(16, 10000.0, d, toy.expected_decay(16, d))
+    np.testing.assert_allclose(arts[1].get_ydata(), toy.expected_decay(16, d))

@@ -4,7 +4,8 @@ import pytest
 
 import qkv_viz as qv
 from qkv_viz.chapters.ch10_positions import toy
-from qkv_viz.core.positions import apply_rope, sinusoidal_positions
+from qkv_viz.core.attention import scaled_dot_product_attention
+from qkv_viz.core.positions import apply_rope, rope_dots_by_offset, sinusoidal_positions
 
 W = toy.projections(seed=4)  # the chapter's projections
 X1, X2 = toy.sentence("dog bites man"), toy.sentence("man bites dog")
@@ -59,13 +60,73 @@ def test_dot_grid_is_constant_along_diagonals_and_decay_is_as_described():
     for d in range(-15, 16):
         np.testing.assert_allclose(np.diagonal(grid, d), np.diagonal(grid, d)[0], atol=1e-12)
     d = np.arange(0, 513)
-    matching, unrelated = toy.decay_curves(64, d, n_samples=500, seed=0)
-    assert matching[0] == pytest.approx(1.0, abs=0.05) and matching[0] == matching.max()
-    assert matching[16] < 0.8 * matching[0] and matching[512] < matching[16]
-    assert np.abs(unrelated).max() < 0.05
+    expected = toy.expected_decay(64, d)
+    assert expected[0] == pytest.approx(1.0) and expected[0] == expected.max()
+    assert expected[16] < 0.8 * expected[0] and expected[512] < expected[16]
+    assert 0 < expected[128:].min() < expected[128:].max() < 0.6        # wanders, never reaches 0
 
 
-def test_widget_key_mostly_matches_its_query():
+def test_expected_decay_is_the_mean_over_random_queries():
+    rng = np.random.default_rng(0)
+    d = np.array([0, 3, 40, 300])
+    q = rng.normal(size=(4000, 16))                                     # many random queries, k = q
+    sampled = np.mean([rope_dots_by_offset(x, x, d) for x in q], axis=0) / 16
+    np.testing.assert_allclose(sampled, toy.expected_decay(16, d), atol=0.03)
+
+
+def test_weights_line_lists_words_alphabetically_and_rejects_unknown_words():
+    w = np.array([[0.5, 0.2, 0.3], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]])
+    assert toy.weights_line("dog bites man", w, "dog") == "dog bites man: dog's weights on bites 0.200, dog 0.500, man 0.300"
+    with pytest.raises(ValueError, match="word must be one of"):
+        toy.weights_line("dog bites man", w, "cat")
+
+
+def test_previous_token_head_looks_back_only_with_rope():
+    Q, K = toy.previous_token_head(T=8, d_k=16)
+    V = np.eye(8)
+    _, flat = scaled_dot_product_attention(Q, K, V)
+    _, looks_back = scaled_dot_product_attention(apply_rope(Q), apply_rope(K), V)
+    np.testing.assert_allclose(flat, 1 / 8)
+    assert all(looks_back[m].argmax() == m - 1 and looks_back[m, m - 1] > 0.95 for m in range(1, 8))
+    with pytest.raises(ValueError, match="d_k"):
+        toy.previous_token_head(d_k=3)
+
+
+def test_causal_mask_breaks_the_symmetry_and_turning_v_stamps_absolute_positions():
+    causal = np.tril(np.ones((3, 3), dtype=bool))
+    o1, _ = scaled_dot_product_attention(X1 @ W[0], X1 @ W[1], X1 @ W[2], mask=causal)
+    o2, _ = scaled_dot_product_attention(X2 @ W[0], X2 @ W[1], X2 @ W[2], mask=causal)
+    assert not np.allclose(o1[1], o2[1])                                # "bites" differs under the mask
+    Q, K, V = X1 @ W[0], X1 @ W[1], X1 @ W[2]
+    outs = {}
+    for start in (0, 5):
+        pos = np.arange(start, start + 3)
+        outs[start] = [scaled_dot_product_attention(apply_rope(Q, pos), apply_rope(K, pos), v)[0]
+                       for v in (V, apply_rope(V, pos))]
+    np.testing.assert_allclose(outs[0][0], outs[5][0], atol=1e-12)      # q, k turned: shift-invariant
+    assert not np.allclose(outs[0][1], outs[5][1])                       # v turned too: not
+
+
+def test_fixed_offset_position_terms_depend_on_absolute_position_and_pairings_differ():
+    P = sinusoidal_positions(8, 4)
+    A = W[0] @ W[1].T
+    pp = [P[m] @ P[m + 2] for m in range(5)]
+    pap = [P[m] @ A @ P[m + 2] for m in range(5)]
+    np.testing.assert_allclose(pp, pp[0])
+    assert np.ptp(pap) > 1.0
+    rng = np.random.default_rng(1)
+    q8, k8 = rng.normal(size=(2, 8))
+    Qs, Ks = np.tile(q8, (8, 1)), np.tile(k8, (8, 1))
+    half = apply_rope(Qs, pairing="half") @ apply_rope(Ks, pairing="half").T
+    adj = apply_rope(Qs, pairing="adjacent") @ apply_rope(Ks, pairing="adjacent").T
+    np.testing.assert_allclose(np.diag(half), np.diag(adj))             # offset 0 agrees
+    assert np.abs(half - adj).max() > np.abs(half).max()                # the error beats the scores
+
+
+def test_widget_key_is_the_query_so_the_curve_peaks_at_offset_0():
     q, k = toy.widget_vectors()
-    assert q.shape == k.shape == (64,)
-    assert q @ k / (np.linalg.norm(q) * np.linalg.norm(k)) > 0.6
+    assert q.shape == k.shape == (64,) and q is not k
+    np.testing.assert_array_equal(q, k)
+    for d_k in (8, 64):
+        d = np.arange(-31, 32)
+        assert d[rope_dots_by_offset(q[:d_k], k[:d_k], d).argmax()] == 0

@@ -71,3 +71,17 @@ def test_no_positive_scale_ranks_token_2_above_token_0_as_the_articles_table_doe
         w = softmax(c * np.array(TOY_SCORES))
         assert w[0] > w[2]
     assert ARTICLE1_TABLE_WEIGHTS[0] < ARTICLE1_TABLE_WEIGHTS[2]
+
+
+def test_the_arrays_typed_on_the_page_are_the_package_toy():
+    """Chapter 3 types Q, K, V in a cell; the live figures draw toy.TOY_Q/K/V: they must agree."""
+    import json
+    import pathlib
+    from qkv_viz.chapters.ch03_toy.toy import TOY_K, TOY_Q, TOY_V
+    page = pathlib.Path(__file__).resolve().parents[3] / "notebooks" / "03_numeric_toy.ipynb"
+    cells = ["".join(c["source"]) for c in json.loads(page.read_text())["cells"] if c["cell_type"] == "code"]
+    typed = next(c for c in cells if c.startswith("Q = np.array"))
+    scope = {"np": np}
+    exec(typed.split("dots_0")[0], scope)  # noqa: S102 - the book's own cell
+    for name, want in (("Q", TOY_Q), ("K", TOY_K), ("V", TOY_V)):
+        np.testing.assert_array_equal(scope[name], want, err_msg=name)

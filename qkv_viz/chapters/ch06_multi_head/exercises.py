@@ -1,4 +1,4 @@
-"""Chapter 6 exercises: split_heads, what each head writes through W_o, a whole multi-head forward; sizes.
+"""Chapter 6 exercises: split_heads, what each head writes through W_o, one matrix W_v W_o per head; sizes.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never the
 answer. The code checkers run the reader's function on fresh random cases (a new
@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from qkv_viz.chapters.feedback import Feedback, check_exact, check_function
-from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.config import AttentionConfig
-from qkv_viz.core.multihead import MultiHeadParams, merge_heads, multi_head_attention, split_heads
+from qkv_viz.core.multihead import split_heads
 from qkv_viz.core.sizes import param_count
 
 GPT2_MEDIUM = AttentionConfig(d_model=1024, n_heads=16)  # exercises 4 and 5 (not used on the page)
@@ -124,47 +123,43 @@ def check_head_contributions(fn, seed=None) -> Feedback:
                  _diagnose_contributions)
 
 
-# ---------------------------------------------------------------- exercise 3: the whole forward
-def forward_cases(n: int = 4, seed=None):
-    """Self-attention cases (x, params, n_heads) with random biases, so forgetting one shows."""
+# ---------------------------------------------------------------- exercise 3: one matrix per head
+def fold_ov_reference(W_v, W_o, n_heads):
+    """(H, d_model, d_model): head h's W_v^(h) W_o^(h), columns block h of W_v times rows block h of W_o."""
+    d_v = W_v.shape[1] // n_heads
+    v_blocks = split_heads(W_v, n_heads)  # (d_model, H*d_v) -> (H, d_model, d_v)
+    o_blocks = W_o.reshape(n_heads, d_v, W_o.shape[1])  # (H*d_v, d_model) -> (H, d_v, d_model)
+    return v_blocks @ o_blocks  # (H, d_model, d_v) @ (H, d_v, d_model) -> (H, d_model, d_model)
+
+
+def fold_cases(n: int = 4, seed=None):
+    """(W_v, W_o, n_heads) with d_v != d_model / H sometimes, so the reader must read d_v from the shapes."""
     rng = np.random.default_rng(seed)
     cases = []
     for _ in range(n):
-        T, H, d_k = _sizes(rng)
-        d_model = H * d_k
-        W = [rng.normal(scale=d_model ** -0.5, size=(d_model, d_model)) for _ in range(4)]
-        b = [rng.normal(scale=0.5, size=d_model) for _ in range(4)]
-        params = MultiHeadParams(*W, *b)
-        cases.append((rng.normal(size=(T, d_model)), params, H))
+        T, H, d_v = _sizes(rng)
+        d_model = int(rng.choice([d for d in range(3, 13) if d != H * d_v]))
+        cases.append((rng.normal(size=(d_model, H * d_v)), rng.normal(size=(H * d_v, d_model)), H))
     return cases
 
 
-def _reference_output(x, params, n_heads):
-    return multi_head_attention(x, x, params, n_heads)[0]  # (T, d_model)
-
-
-def _diagnose_forward(got, want, case):
-    x, p, H = case
+def _diagnose_fold(got, want, case):
+    W_v, W_o, H = case
+    if got.shape == (W_v.shape[0], W_o.shape[1]):
+        return "you returned W_v @ W_o, the sum over heads; return each head's product separately, stacked."
     if got.shape != want.shape:
         return None
-    unscaled = multi_head_attention(x, x, p, H, scale=False)[0]
-    if np.allclose(got, unscaled):
-        return "your output matches attention WITHOUT the 1/sqrt(d_k) factor: divide the scores by sqrt(d_k)."
-    if np.allclose(got, multi_head_attention(x, x, p, 1)[0]):
-        return "your output matches ONE head of width d_model: split Q, K and V into n_heads heads."
-    q, k, v = (split_heads(x @ W + b, H) for W, b in ((p.W_q, p.b_q), (p.W_k, p.b_k), (p.W_v, p.b_v)))
-    no_o = merge_heads(scaled_dot_product_attention(q, k, v)[0])  # (H, T, d_k) -> (T, H*d_k), no W_o
-    if np.allclose(got, no_o):
-        return "your output is the merged heads before the output projection: multiply by W_o and add b_o."
-    if np.allclose(got, multi_head_attention(x, x, MultiHeadParams(p.W_q, p.W_k, p.W_v, p.W_o), H)[0]):
-        return "your output matches the layer without biases: add b_q, b_k, b_v after the projections and b_o at the end."
+    d_v = W_v.shape[1] // H
+    if np.allclose(got, np.stack([W_v[:, h::H] @ W_o[h::H] for h in range(H)])):
+        return f"head h's columns of W_v (and rows of W_o) are the consecutive block h*d_v .. (h+1)*d_v - 1 (d_v = {d_v})."
+    if np.allclose(got.sum(0), want.sum(0)):
+        return "the sum over heads is right, but each part must pair head h's columns of W_v with head h's rows of W_o."
     return None
 
 
-def check_multi_head_forward(fn, seed=None) -> Feedback:
-    """Exercise 3: ``fn(x, params, n_heads)`` returns multi-head self-attention's output (T, d_model)."""
-    return _code(fn, _reference_output, forward_cases(seed=seed), "your multi-head forward",
-                 _diagnose_forward)
+def check_fold_ov(fn, seed=None) -> Feedback:
+    """Exercise 3: ``fn(W_v, W_o, n_heads)`` returns the H matrices W_v^(h) W_o^(h), (H, d_model, d_model)."""
+    return _code(fn, fold_ov_reference, fold_cases(seed=seed), "your fold_ov", _diagnose_fold)
 
 
 # ---------------------------------------------------------------- exercises 4 and 5: sizes

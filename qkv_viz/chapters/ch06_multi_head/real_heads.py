@@ -10,7 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from qkv_viz.bridges.real_forward import Trace, head_patterns
-from qkv_viz.core.multihead import init_multihead_params, multi_head_attention
+from qkv_viz.core.attention import softmax
+from qkv_viz.core.diagnostics import score_std
+from qkv_viz.core.multihead import init_multihead_params, split_heads
+from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
 from qkv_viz.viz.plots import head_grid
 
@@ -30,19 +33,52 @@ def pick_heads(trace: Trace, patterns=tuple(PATTERNS)) -> list:
     return picks
 
 
+def head_scores(x, params, n_heads: int) -> np.ndarray:
+    """Scaled scores (H, T, T) of every head of one self-attention layer on x (T, d_model)."""
+    x = as_array("x", x, ndim=2)
+    q = split_heads(x @ params.W_q + (0 if params.b_q is None else params.b_q), n_heads)  # (H, T, d_k)
+    k = split_heads(x @ params.W_k + (0 if params.b_k is None else params.b_k), n_heads)  # (H, T, d_k)
+    return q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])  # (H, T, d_k) @ (H, d_k, T) -> (H, T, T)
+
+
+def pattern_share(weights, name: str) -> float:
+    """Mean weight (over the queries) that one map (T, T) puts on ``name``'s key (see ``PATTERNS``)."""
+    w = as_array("weights", weights, ndim=2)
+    T = w.shape[-1]
+    shares = {"special": lambda: (w[:, 0] + w[:, -1]).mean(), "previous": lambda: np.diagonal(w, -1).sum() / T,
+              "self": lambda: np.diagonal(w).mean(), "next": lambda: np.diagonal(w, 1).sum() / T}
+    if name not in shares:
+        raise ValueError(f"pattern must be one of {sorted(shares)}, got {name!r}")
+    return float(shares[name]())
+
+
 def random_head_weights(trace: Trace, config, layer: int = 0, seed: int = 0) -> np.ndarray:
     """Attention weights (H, T, T) of a randomly initialised layer of the same shape as the
     model's, fed the model's own input to ``layer`` (``trace.hidden_states[layer]``)."""
     params = init_multihead_params(config, seed=seed)
-    x = trace.hidden_states[layer]  # (T, d_model)
-    _, weights = multi_head_attention(x, x, params, config.n_heads)  # (H, T, T)
-    return weights
+    return softmax(head_scores(trace.hidden_states[layer], params, config.n_heads))  # (H, T, T)
 
 
-def random_twins(trace: Trace, config, picks, seed: int = 0) -> np.ndarray:
-    """For each picked ``(pattern, layer, head, share)``: the same head of one random layer
-    (``seed``), fed that trained head's own input ``trace.hidden_states[layer]``. (n, T, T)."""
-    return np.stack([random_head_weights(trace, config, layer, seed)[head] for _, layer, head, _ in picks])
+def random_twin_scores(trace: Trace, config, picks, seed: int = 0) -> np.ndarray:
+    """For each picked ``(pattern, layer, head, share)``: the scaled scores (T, T) of the same head
+    of one random layer (``seed``), fed that trained head's own input ``trace.hidden_states[layer]``.
+    Returns (n, T, T)."""
+    params = init_multihead_params(config, seed=seed)
+    return np.stack([head_scores(trace.hidden_states[layer], params, config.n_heads)[head]
+                     for _, layer, head, _ in picks])
+
+
+def random_twins(trace: Trace, config, picks, seed: int = 0, spreads=None) -> np.ndarray:
+    """The weights (n, T, T) of ``random_twin_scores``.
+
+    ``spreads`` (n,): when given, each twin's scores are first multiplied by one number so
+    that their mean row std equals ``spreads[i]`` (e.g. the trained head's): the same size
+    of scores, only their pattern left random.
+    """
+    scores = random_twin_scores(trace, config, picks, seed)  # (n, T, T)
+    if spreads is not None:
+        scores = scores * (np.asarray(spreads, dtype=float) / score_std(scores).mean(-1))[:, None, None]
+    return softmax(scores)
 
 
 def plot_trained_vs_random(trained, random, tokens, titles_trained, titles_random):
@@ -57,5 +93,10 @@ def plot_trained_vs_random(trained, random, tokens, titles_trained, titles_rando
         raise ValueError(f"need the same number (<= {style.MAX_GRID_COLUMNS}) of trained and random "
                          f"heads, got {trained.shape} and {random.shape}")
     maps = np.concatenate([trained, random])  # (2n, T, T): row 1 trained, row 2 random
-    return head_grid(maps, tokens_q=tokens, tokens_k=tokens, ncols=n,
-                     titles=list(titles_trained) + list(titles_random))
+    tokens = [f"'{t}'" if len(t) == 1 and not t.isalnum() else t for t in tokens]  # a bare "." is invisible
+    images = head_grid(maps, tokens_q=tokens, tokens_k=tokens, ncols=n,
+                       titles=list(titles_trained) + list(titles_random))
+    for im in images:  # one label size on both axes (the grid sizes each axis by its own pitch)
+        for label in im.axes.get_xticklabels() + im.axes.get_yticklabels():
+            label.set_fontsize(style.MIN_FONT_PT)
+    return images

@@ -16,13 +16,6 @@ def split_heads(x, n_heads):
     return x.transpose(1, 0, 2)     # (T, H, d_k) -> (H, T, d_k): heads first
 
 
-def merge_heads(heads):
-    """Helper for exercise 3. heads (H, T, d_k) -> (T, H*d_k), the heads side by side."""
-    H, T, d_k = heads.shape
-    x = heads.transpose(1, 0, 2)   # (H, T, d_k) -> (T, H, d_k)
-    return x.reshape(T, H * d_k)   # (T, H, d_k) -> (T, H*d_k)
-
-
 def head_contributions(heads, W_o):
     """Exercise 2. heads (H, T, d_v), W_o (H*d_v, d_model) -> (H, T, d_model)."""
     H, T, d_v = heads.shape
@@ -33,18 +26,14 @@ def head_contributions(heads, W_o):
     return np.stack(parts)                    # (H, T, d_model); summed over h: merge_heads(heads) @ W_o
 
 
-def multi_head_forward(x, params, n_heads):
-    """Exercise 3. Multi-head self-attention of x (T, d_model) -> (T, d_model)."""
-    p = params
-    q = split_heads(x @ p.W_q + p.b_q, n_heads)          # (T, H*d_k) -> (H, T, d_k)
-    k = split_heads(x @ p.W_k + p.b_k, n_heads)          # (H, T, d_k)
-    v = split_heads(x @ p.W_v + p.b_v, n_heads)          # (H, T, d_v)
-    d_k = q.shape[-1]
-    scores = q @ k.transpose(0, 2, 1) / np.sqrt(d_k)      # (H, T, d_k) @ (H, d_k, T) -> (H, T, T)
-    scores = scores - scores.max(axis=-1, keepdims=True)  # shift for a stable exp
-    weights = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
-    heads = weights @ v                                   # (H, T, T) @ (H, T, d_v) -> (H, T, d_v)
-    return merge_heads(heads) @ p.W_o + p.b_o            # (T, H*d_v) @ (H*d_v, d_model)
+def fold_ov(W_v, W_o, n_heads):
+    """Exercise 3. W_v (d_model, H*d_v), W_o (H*d_v, d_model) -> (H, d_model, d_model)."""
+    d_v = W_v.shape[1] // n_heads
+    folded = []
+    for h in range(n_heads):
+        block = slice(h * d_v, (h + 1) * d_v)
+        folded.append(W_v[:, block] @ W_o[block])   # (d_model, d_v) @ (d_v, d_model) -> (d_model, d_model)
+    return np.stack(folded)                          # (H, d_model, d_model); summed over h: W_v @ W_o
 
 
 def head_columns():

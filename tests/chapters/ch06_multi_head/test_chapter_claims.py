@@ -37,6 +37,72 @@ def page():
     return X, params, outs, np.stack(maps)
 
 
+def page_multi_head(X, p, n_heads):
+    """The page's multi_head, line for line."""
+    T, d_k, d_v = X.shape[0], p.W_q.shape[1] // n_heads, p.W_v.shape[1] // n_heads
+    Q = (X @ p.W_q + p.b_q).reshape(T, n_heads, d_k).transpose(1, 0, 2)
+    K = (X @ p.W_k + p.b_k).reshape(T, n_heads, d_k).transpose(1, 0, 2)
+    V = (X @ p.W_v + p.b_v).reshape(T, n_heads, d_v).transpose(1, 0, 2)
+    scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_k)
+    maps = np.exp(scores - scores.max(-1, keepdims=True))
+    maps /= maps.sum(-1, keepdims=True)
+    heads = maps @ V
+    concat = heads.transpose(1, 0, 2).reshape(T, n_heads * d_v)
+    return concat @ p.W_o + p.b_o, maps
+
+
+def test_pages_multi_head_equals_the_head_loop_and_the_package(page):
+    X, params, outs, maps = page
+    by_slices = np.concatenate(outs, axis=-1) @ params.W_o + params.b_o
+    out, weights = page_multi_head(X, params, CONFIG.n_heads)
+    np.testing.assert_allclose(out, by_slices, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(weights, maps, atol=1e-10, rtol=0)
+    pkg_out, pkg_w = qv.multi_head_attention(X, X, params, CONFIG.n_heads)
+    np.testing.assert_allclose(out, pkg_out, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(weights, pkg_w, atol=1e-10, rtol=0)
+
+
+def test_pages_multi_head_with_d_v_different_from_d_k():
+    """d_v may differ from d_k: the page's function reads both from the shapes, like the package."""
+    rng = np.random.default_rng(3)
+    d_model, H, d_k, d_v = 8, 2, 3, 5
+    W = dict(W_q=rng.normal(size=(d_model, H * d_k)), W_k=rng.normal(size=(d_model, H * d_k)),
+             W_v=rng.normal(size=(d_model, H * d_v)), W_o=rng.normal(size=(H * d_v, d_model)))
+    b = dict(b_q=rng.normal(size=H * d_k), b_k=rng.normal(size=H * d_k), b_v=rng.normal(size=H * d_v),
+             b_o=rng.normal(size=d_model))
+    p = qv.MultiHeadParams(**W, **b)
+    x = rng.normal(size=(4, d_model))
+    out, maps = page_multi_head(x, p, H)
+    want, want_w = qv.multi_head_attention(x, x, p, H)
+    np.testing.assert_allclose(out, want, atol=1e-10)
+    np.testing.assert_allclose(maps, want_w, atol=1e-10)
+
+
+def test_the_toy_one_head_averages_two_heads_keep_both():
+    """The page's hand-built toy: one head's row splits and the colours cancel; two heads fetch one each."""
+    X = np.array([[1., 0, 0, 1], [0., 0, 1, 0], [0., 1, 0, -1]])
+    z = np.zeros
+    one = qv.MultiHeadParams(np.array([[0], [0], [5.], [0]]), np.array([[1.], [1], [0], [0]]),
+                             np.array([[0.], [0], [0], [1]]), np.array([[0., 0, 0, 1]]), z(1), z(1), z(1), z(4))
+    two = qv.MultiHeadParams(np.array([[0, 0], [0, 0], [5., 5], [0, 0]]), np.array([[1., 0], [0, 1], [0, 0], [0, 0]]),
+                             np.array([[0., 0], [0, 0], [0, 0], [1, 1]]), np.array([[1., 0, 0, 0], [0, 1, 0, 0]]),
+                             z(2), z(2), z(2), z(4))
+    out1, w1 = page_multi_head(X, one, 1)
+    out2, w2 = page_multi_head(X, two, 2)
+    assert w1[0, 1, 0] == pytest.approx(w1[0, 1, 2]) and w1[0, 1, 0] > 0.45
+    assert abs(out1[1, 3]) < 1e-12  # red and blue cancel
+    assert w2[0, 1, 0] > 0.95 and w2[1, 1, 2] > 0.95
+    assert out2[1, 0] > 0.95 and out2[1, 1] < -0.95
+
+
+def test_torch_packs_in_proj_only_when_kdim_and_vdim_equal_embed_dim():
+    packed = torch.nn.MultiheadAttention(embed_dim=16, num_heads=2)
+    separate = torch.nn.MultiheadAttention(embed_dim=16, num_heads=2, kdim=8, vdim=8)
+    assert packed.in_proj_weight is not None and packed.q_proj_weight is None
+    assert separate.in_proj_weight is None
+    assert tuple(separate.k_proj_weight.shape) == (16, 8) and tuple(separate.v_proj_weight.shape) == (16, 8)
+
+
 def test_heads_from_slices_equal_multi_head_attention(page):
     X, params, outs, maps = page
     by_slices = np.concatenate(outs, axis=-1) @ params.W_o + params.b_o

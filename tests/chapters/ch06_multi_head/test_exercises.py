@@ -12,9 +12,15 @@ def _stub(*args):
     return None
 
 
+def _merge(heads):
+    """(H, T, d_v) -> (T, H*d_v), the heads side by side."""
+    H, T, d_v = heads.shape
+    return heads.transpose(1, 0, 2).reshape(T, H * d_v)
+
+
 CODE = [(ch06.check_split_heads, sol.split_heads),
         (ch06.check_head_contributions, sol.head_contributions),
-        (ch06.check_multi_head_forward, sol.multi_head_forward)]
+        (ch06.check_fold_ov, sol.fold_ov)]
 NUMBERS = [(ch06.check_head_columns, sol.head_columns), (ch06.check_in_proj_params, sol.in_proj_params)]
 
 
@@ -70,7 +76,7 @@ def test_head_contribution_mistakes_are_named():
         return np.stack([heads[h] @ W_o[h::H] for h in range(H)])
 
     def summed(heads, W_o):
-        return sol.merge_heads(heads) @ W_o
+        return _merge(heads) @ W_o
 
     def shuffled(heads, W_o):
         return sol.head_contributions(heads, W_o)[::-1]  # right parts, given to the wrong heads
@@ -85,27 +91,38 @@ def test_head_contributions_sum_to_concat_times_W_o():
     heads, W_o = rng.normal(size=(3, 4, 5)), rng.normal(size=(15, 7))
     parts = ch06.head_contributions_reference(heads, W_o)
     assert parts.shape == (3, 4, 7)
-    np.testing.assert_allclose(parts.sum(0), sol.merge_heads(heads) @ W_o, atol=1e-12)
+    np.testing.assert_allclose(parts.sum(0), _merge(heads) @ W_o, atol=1e-12)
     np.testing.assert_allclose(parts[1], heads[1] @ W_o[5:10], atol=1e-12)
 
 
-def test_forward_mistakes_are_named():
-    def unscaled(x, p, H):
-        q, k, v = (sol.split_heads(x @ W + b, H) for W, b in ((p.W_q, p.b_q), (p.W_k, p.b_k), (p.W_v, p.b_v)))
-        s = q @ k.transpose(0, 2, 1)
-        w = np.exp(s - s.max(-1, keepdims=True))
-        return sol.merge_heads(w / w.sum(-1, keepdims=True) @ v) @ p.W_o + p.b_o
+def test_fold_ov_mistakes_are_named():
+    def summed(W_v, W_o, H):
+        return W_v @ W_o
 
-    def no_output_projection(x, p, H):
-        return (sol.multi_head_forward(x, p, H) - p.b_o) @ np.linalg.inv(p.W_o)
+    def interleaved(W_v, W_o, H):
+        return np.stack([W_v[:, h::H] @ W_o[h::H] for h in range(H)])
 
-    def one_head(x, p, H):
-        return sol.multi_head_forward(x, p, 1)
+    def mismatched(W_v, W_o, H):  # right sum, wrong pairing
+        parts = sol.fold_ov(W_v, W_o, H)
+        return np.concatenate([parts[:1] + parts[1:2], parts[1:2] * 0, parts[2:]]) if H > 1 else parts + 1
 
-    for fn, words in ((unscaled, "WITHOUT the 1/sqrt(d_k)"), (no_output_projection, "W_o"),
-                      (one_head, "ONE head")):
-        fb = ch06.check_multi_head_forward(fn, seed=5)
+    for fn, words in ((summed, "the sum over heads"), (interleaved, "consecutive block"),
+                      (mismatched, "pair head h")):
+        fb = ch06.check_fold_ov(fn, seed=5)
         assert not fb.correct and words in fb.message, fb.message
+
+
+def test_folded_matrices_give_the_layer_output():
+    """The page's claim: output = sum_h maps_h X (W_v^(h) W_o^(h)) + b_v W_o + b_o (rows of maps sum to 1)."""
+    from qkv_viz import AttentionConfig, init_multihead_params, multi_head_attention
+    cfg = AttentionConfig(d_model=12, n_heads=3)
+    p = init_multihead_params(cfg, seed=0)
+    rng = np.random.default_rng(1)
+    p.b_v, p.b_o = rng.normal(size=12), rng.normal(size=12)
+    x = rng.normal(size=(5, 12))
+    out, maps = multi_head_attention(x, x, p, 3)
+    folded = ch06.fold_ov_reference(p.W_v, p.W_o, 3)  # (H, d_model, d_model)
+    np.testing.assert_allclose((maps @ x @ folded).sum(0) + p.b_v @ p.W_o + p.b_o, out, atol=1e-10)
 
 
 def test_number_hints_do_not_give_the_answer():

@@ -6,9 +6,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from qkv_viz.chapters.ch06_multi_head.real_heads import (pick_heads, plot_trained_vs_random,  # noqa: E402
-                                                        random_head_weights, random_twins)
-from qkv_viz.core.diagnostics import effective_tokens  # noqa: E402
+from qkv_viz.chapters.ch06_multi_head.real_heads import (head_scores, pattern_share, pick_heads,  # noqa: E402
+                                                        plot_trained_vs_random, random_head_weights,
+                                                        random_twins)
+from qkv_viz.core.attention import softmax  # noqa: E402
+from qkv_viz.core.diagnostics import effective_tokens, score_std  # noqa: E402
 
 real_model = pytest.importorskip("qkv_viz.bridges.real_model")
 if real_model.bundled_model_dir() is None:
@@ -69,5 +71,32 @@ def test_random_twins_get_each_trained_heads_own_input(trace_and_model):
     for twin, (_, layer, head, _) in zip(twins, picks):
         np.testing.assert_array_equal(twin, random_head_weights(trace, config, layer, seed=0)[head])
     trained = np.stack([trace.weights[layer, head] for _, layer, head, _ in picks])
-    assert np.all(effective_tokens(trained[:3]).mean(-1) < 2.5)  # three clear jobs
-    assert np.all(effective_tokens(twins).mean(-1) > 9)  # of 10 keys: nearly uniform
+    assert np.all(effective_tokens(trained[:3]).mean(-1) < 2.5)
+    assert np.all(effective_tokens(twins).mean(-1) > 9)  # of 10 keys: nearly uniform, before scale-matching
+
+
+def test_head_scores_give_the_models_weights(trace_and_model):
+    trace, model = trace_and_model
+    for layer in (0, 4):
+        scores = head_scores(trace.hidden_states[layer], model.layers[layer].attn, model.config.n_heads)
+        np.testing.assert_allclose(softmax(scores), trace.weights[layer], atol=1e-6)
+
+
+def test_scale_matched_twins_have_the_trained_spread_but_not_the_pattern(trace_and_model):
+    """The page's comparison: same score spread as the trained head, far less weight on its pattern."""
+    trace, model = trace_and_model
+    config = model.config.attention_config()
+    picks = pick_heads(trace)
+    trained = np.stack([head_scores(trace.hidden_states[l], model.layers[l].attn, config.n_heads)[h]
+                        for _, l, h, _ in picks])
+    spreads = score_std(trained).mean(-1)
+    twins = random_twins(trace, config, picks, seed=0, spreads=spreads)
+    raw = random_twins(trace, config, picks, seed=0)
+    for twin, r, (name, l, h, share), s in zip(twins, raw, picks, spreads):
+        logits = np.log(twin)  # softmax is shift-invariant per row: log weights have the scores' row std
+        assert score_std(logits).mean() == pytest.approx(s, rel=1e-6)
+        assert effective_tokens(twin).mean() < effective_tokens(r).mean()  # scaling up sharpens the twin
+        assert share > pattern_share(twin, name) + 0.15, name  # ...but not onto the pattern
+        assert pattern_share(trace.weights[l, h], name) == pytest.approx(share)
+    with pytest.raises(ValueError, match="pattern"):
+        pattern_share(twins[0], "nope")

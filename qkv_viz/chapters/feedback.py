@@ -473,6 +473,6 @@ def _order_hint(gs, ws, returns) -> str | None:
             continue
         if all(gs[k].shape == ws[perm[k]].shape and _judge(gs[k], ws[perm[k]], "float32", 1e-8) is None
                for k in range(n)):
-            order = ", ".join(returns) if returns else "the order the exercise asks for"
+            order = ", ".join(returns) if returns else "them in the order the exercise asks for"
             return f"the values are right but in the wrong order: return {order}."
     return None

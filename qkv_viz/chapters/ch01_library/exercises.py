@@ -1,4 +1,4 @@
-"""Chapter 1 exercises: code the page has not written, then two questions on the page's toys.
+"""Chapter 1 exercises: code the page has not written, then a question on the page's library.
 
 Every checker takes the reader's answer; ``None`` (or a stub that raises
 ``NotImplementedError``) means "no answer yet" and is never reported as an
@@ -12,14 +12,12 @@ error. Wrong answers get a hint, never the answer. Worked solutions are in
    which the largest weight of softmax(scores / temperature) equals ``top``.
 3. ``check_doubled_query_temperature(answer)``: the temperature at which the doubled
    query ``2 * DEMO_QUERY`` gives back the weights the demo query has at temperature 1.
-4. ``check_determiner_key(answer)``: a new determiner row of the toy sentence's W_k
-   (what "the" offers) that makes "cat" read "the" more than any other token.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.chapters.ch01_library.library import TOKEN_FEATURES, demo_library, soft_lookup, toy_sentence
+from qkv_viz.chapters.ch01_library.library import demo_library, soft_lookup
 from qkv_viz.chapters.ch01_library.library import DEMO_QUERY
 from qkv_viz.chapters.feedback import Feedback, check_function, no_answer
 from qkv_viz.core.attention import scaled_dot_product_attention
@@ -179,41 +177,3 @@ def check_doubled_query_temperature(answer) -> Feedback:
     return Feedback(False, f"At that temperature the doubled query's weights are {direction} than "
                            f"the original's (top weight {got.max():.3f} vs {target.max():.3f}). "
                            "Hint: what does doubling the query do to each score q . k?")
-
-
-# ---------------------------------------------------------------- exercise 4: what "the" offers
-def toy_weights_with_determiner_key(key) -> np.ndarray:
-    """The toy sentence's (4, 4) weights when W_k's determiner row is ``key`` (2,)."""
-    tokens, X, W_q, W_k, W_v = toy_sentence()
-    W_k = W_k.copy()
-    W_k[TOKEN_FEATURES.index("determiner")] = key
-    _, w = scaled_dot_product_attention(X @ W_q, X @ W_k, X @ W_v)  # (4, 3) @ (3, d) -> (4, d); w (4, 4)
-    return w
-
-
-def check_determiner_key(answer) -> Feedback:
-    """Two numbers, the determiner's row of W_k ("I am a noun", "I am a verb"), that make
-    "cat" give "the" a larger weight than any other token (strictly: a tie is not enough)."""
-    if answer is None:
-        return no_answer()
-    try:
-        key = np.asarray(answer, dtype=float)
-    except (TypeError, ValueError):
-        return Feedback(False, "Give two numbers: the determiner's row of W_k.")
-    if key.shape != (2,):
-        return Feedback(False, f"Give two numbers (the determiner's row of W_k, shape (2,)); "
-                               f"got shape {key.shape}.")
-    if not np.all(np.isfinite(key)):
-        return Feedback(False, "Your key contains NaN or inf.")
-    tokens = toy_sentence()[0]
-    cat, the = tokens.index("cat"), tokens.index("the")
-    row = toy_weights_with_determiner_key(key)[cat]  # (4,): what "cat" reads
-    rival = max((j for j in range(len(tokens)) if j != the), key=lambda j: row[j])
-    if row[the] > row[rival] + 1e-6:
-        return Feedback(True, f'"cat" now gives "the" {row[the]:.2f} of its attention, more than any other '
-                              'token. Only the key changed, so only how "the" is *read* changed; '
-                              'what "the" asks for (its query) is set by W_q.')
-    return Feedback(False, f'"cat" still reads "{tokens[rival]}" at least as much as "the" '
-                           f'(weights {row[rival]:.2f} and {row[the]:.2f}). Hint: work out what "cat" '
-                           'asks for (its row of X @ W_q), then give "the" a key whose dot product with it '
-                           f'beats that of "{tokens[rival]}".')

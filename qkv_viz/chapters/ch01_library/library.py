@@ -126,31 +126,3 @@ def weights_vs_temperature(query, library: Library, temperatures) -> np.ndarray:
 def uniform_weights(library: Library) -> np.ndarray:
     """The infinitely hot limit: every book weighted 1 / n_books."""
     return np.full(library.n_books, 1.0 / library.n_books)
-
-
-# "Every token is both reader and book": a 4-token sentence whose tokens
-# carry hand-made features, and hand-made projections that turn each token
-# into a query (what it looks for), a key (what it offers) and a value.
-TOKEN_FEATURES = ("noun", "verb", "determiner")
-
-
-def toy_sentence():
-    """Tokens, X (4, 3) and hand-set W_q, W_k (3, 2), W_v (3, 3).
-
-    Key axis 0 = "I am a noun", axis 1 = "I am a verb". The verb's query
-    looks for nouns, the nouns' queries look for the verb and the
-    determiner's query looks for nouns, so reading the weights tells a story.
-    """
-    tokens = ("the", "cat", "sat", "down")
-    X = np.array([[0.0, 0.0, 1.0],   # the: determiner
-                  [1.0, 0.0, 0.0],   # cat: noun
-                  [0.0, 1.0, 0.0],   # sat: verb
-                  [0.2, 0.3, 0.0]])  # down: a bit of both
-    W_q = np.array([[0.0, 2.0],   # a noun asks for a verb
-                    [2.0, 0.0],   # a verb asks for a noun
-                    [2.0, 0.0]])  # a determiner asks for a noun
-    W_k = np.array([[2.0, 0.0],   # a noun offers "noun"
-                    [0.0, 2.0],   # a verb offers "verb"
-                    [0.0, 0.0]])  # a determiner offers nothing
-    W_v = np.eye(3)               # value = the token's own features
-    return tokens, X, W_q, W_k, W_v

@@ -39,8 +39,3 @@ def temperature_for(scores, top):
 
 # Exercise 3: (2q) . k = 2 (q . k), and softmax((2 s) / 2) = softmax(s): temperature 2 undoes the doubling.
 DOUBLED_QUERY_TEMPERATURE = 2.0
-
-# Exercise 4: "cat" asks for a verb, its query is (0, 2); the key of "sat" is (0, 2), a dot product of 4.
-# A determiner key (0, b) scores 2b against that query, more than 4 when b > 2. (A key (a, b) with
-# a > 0 also works; it makes "the" more attractive to the tokens that ask for a noun as well.)
-DETERMINER_KEY = np.array([0.0, 3.0])

@@ -14,7 +14,6 @@ function render({model, el}) {
   const valueAxes = model.get("value_axes"), keyAxes = model.get("key_axes");
   const keyName = (i) => (keyAxes[i] ? `key[${i}]: ${keyAxes[i]}` : `key[${i}]`);
   const queryName = (i) => (keyAxes[i] ? `query[${i}] (${keyAxes[i]})` : `query[${i}]`);
-  const lut = bytesOf(model.get("lut"));
   // ---- controls: temperature on a log scale (10^-2 .. 10^2), the query's two coordinates
   const temp = rangeInput("qkv-temperature", -2, 2, 0.05, Math.log10(model.get("temperature")), "temperature (log scale)");
   const tempOut = h("output", {class: "qkv-temperature-value"});
@@ -89,7 +88,7 @@ function render({model, el}) {
     const box = {x: 210, y: 30, w: width - 260, h: height - 70}, slot = box.h / nBooks;
     for (let b = 0; b < nBooks; b++) {
       const y = box.y + b * slot, w = r.weights[b];
-      ctx.fillStyle = lutColour(lut, w);
+      ctx.fillStyle = KEY_COLOUR;  // the page's bars: one colour, the length is the weight
       ctx.fillRect(box.x, y + 4, Math.max(box.w * w, 1), slot - 8);
       ctx.strokeStyle = "#888";
       ctx.strokeRect(box.x + 0.5, y + 4.5, box.w, slot - 8);
@@ -98,7 +97,7 @@ function render({model, el}) {
       text(ctx, w.toFixed(3), box.x + box.w + 6, y + slot / 2, {base: "middle", font: SMALL});
     }
     for (const t of [0, 0.5, 1]) text(ctx, String(t), box.x + t * box.w, box.y + box.h + 14, {align: "center", font: SMALL});
-    text(ctx, "weight (0..1, same colours as every heatmap)", box.x + box.w / 2, box.y + box.h + 32, {align: "center", font: SMALL});
+    text(ctx, "weight (0..1)", box.x + box.w / 2, box.y + box.h + 32, {align: "center", font: SMALL});
   }
 
   function update() {

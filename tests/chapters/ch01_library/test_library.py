@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from qkv_viz import scaled_dot_product_attention, softmax
 from qkv_viz.chapters.ch01_library.library import (DEMO_QUERY, Library, demo_library, dictionary_lookup,
-                             hard_lookup, hard_weights, scores, soft_lookup, toy_sentence,
+                             hard_lookup, hard_weights, scores, soft_lookup,
                              uniform_weights, weights_vs_temperature)
 
 
@@ -55,15 +55,6 @@ def test_bad_inputs_name_the_argument():
         Library(("a", "b"), np.zeros((3, 2)), np.zeros((3, 1)))
     with pytest.raises(ValueError, match="unique"):
         Library(("a", "a"), np.zeros((2, 2)), np.zeros((2, 1)))
-
-
-def test_toy_sentence_shapes_and_story():
-    tokens, X, W_q, W_k, W_v = toy_sentence()
-    q, k, v = X @ W_q, X @ W_k, X @ W_v  # (4, 3) @ (3, d) -> (4, d)
-    _, w = scaled_dot_product_attention(q, k, v)
-    assert w.shape == (len(tokens), len(tokens))
-    assert tokens[int(np.argmax(w[tokens.index("sat")]))] == "cat"  # the verb reads the noun
-    assert tokens[int(np.argmax(w[tokens.index("cat")]))] == "sat"  # the noun reads the verb
 
 
 @settings(max_examples=40, deadline=None)

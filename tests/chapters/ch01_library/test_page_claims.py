@@ -3,7 +3,7 @@ import numpy as np
 
 from qkv_viz import scaled_dot_product_attention
 from qkv_viz.chapters.ch01_library.library import (DEMO_QUERY, VALUE_AXES, demo_library, hard_lookup,
-                                                   soft_lookup, toy_sentence)
+                                                   soft_lookup)
 
 
 def _by_hand(query, keys, values, tau):
@@ -40,21 +40,19 @@ def test_dividing_by_sqrt_dk_is_a_temperature_of_sqrt_dk():
     np.testing.assert_allclose(w[0], soft_lookup(DEMO_QUERY, lib, temperature=np.sqrt(d_k))[1])
 
 
-def test_the_toy_sentence_tells_its_story():
-    tokens, X, W_q, W_k, W_v = toy_sentence()
-    Q, K, V = X @ W_q, X @ W_k, X @ W_v
-    scores = Q @ K.T / np.sqrt(Q.shape[1])
-    e = np.exp(scores - scores.max(axis=1, keepdims=True))
-    weights = e / e.sum(axis=1, keepdims=True)
-    out = weights @ V
-    out_pkg, w_pkg = scaled_dot_product_attention(Q, K, V)
-    np.testing.assert_allclose(w_pkg, weights)
-    np.testing.assert_allclose(out_pkg, out)
-    i = tokens.index
-    assert tokens[int(weights[i("sat")].argmax())] == "cat"
-    assert tokens[int(weights[i("cat")].argmax())] == "sat"
-    assert tokens[int(weights[i("the")].argmax())] == "cat"  # a poor book, a keen reader
-    assert min(X.min(), W_q.min(), W_k.min()) >= 0 and np.all(scores >= 0)
-    np.testing.assert_allclose(K[i("the")], 0)
-    np.testing.assert_allclose(weights[:, i("the")], weights.min(axis=1))  # "the" is read least
-    assert X[i("sat"), 1] == 1 and out[i("sat"), 0] > 0.5  # "sat" goes in a verb, comes out mostly noun
+def test_the_top_weight_falls_as_the_temperature_rises():
+    from qkv_viz.chapters.ch01_library.library import weights_vs_temperature
+    table = weights_vs_temperature(DEMO_QUERY, demo_library(), [0.1, 0.3, 1, 3, 10, 1e6])
+    assert np.all(np.diff(table.max(axis=1)) < 0)
+
+
+def test_many_readers_each_read_their_own_book():
+    """The page's three readers (rows of Q) against the library: one matrix product, the
+    package's attention, and each reader's top book is the one the page's story says."""
+    lib = demo_library()
+    Q = np.array([DEMO_QUERY, [0.0, 1.5], [-1.5, -0.5]])  # AI student, cook, historian
+    out, w = scaled_dot_product_attention(Q, lib.keys, lib.values)  # scale=True: / sqrt(d_k)
+    assert [lib.titles[j] for j in w.argmax(axis=1)] == ["Attention Explained", "Kitchen Chemistry",
+                                                         "A History of Libraries"]
+    assert [VALUE_AXES[j] for j in out.argmax(axis=1)] == ["AI facts", "recipes", "history"]
+    np.testing.assert_allclose(w[0], soft_lookup(DEMO_QUERY, lib, temperature=np.sqrt(2))[1])

@@ -46,3 +46,12 @@ def test_browser_weights_equal_the_core(temperature):
       const scores = Float64Array.from({{length: n}}, (_, b) => keys[2 * b] * q[0] + keys[2 * b + 1] * q[1]);
       return Array.from(softmaxRows(scores, 1, n, {temperature}));""")
     np.testing.assert_allclose(got, soft_lookup(DEMO_QUERY, lib, temperature)[1], rtol=0, atol=1e-12)
+
+
+def test_the_live_bars_wear_the_pages_colour_and_the_picture_starts_cold():
+    js = module_source("library.js")
+    render = js[js.index("function drawWeightBars"):]
+    assert "ctx.fillStyle = KEY_COLOUR" in render and "lutColour(lut, w)" not in render  # blue, like the page's bars
+    cold, page = library_widget(temperature=0.3), library_widget()
+    assert cold.static_png() != page.static_png()  # the saved picture is not the page's tau = 1 figure
+    assert cold.weights.max() > 0.8

@@ -60,12 +60,13 @@ def plot_dot_grid(grid, ax=None, title=None, label="$q_m \\cdot k_n$"):
 def plot_head(weights, axes=None, titles=("without positions", "with RoPE")):
     """Weights (T, T) of one head, side by side (e.g. without and with RoPE), on 0..1."""
     ws = [as_array("weights", w, ndim=2) for w in weights]
-    axs = _axes(axes, len(ws), 0.42)
+    axs = _axes(axes, len(ws), 0.42 if len(ws) < 3 else 0.34)
     ims = []
     for ax, w, title in zip(axs, ws, titles):
         ims.append(ax.imshow(w, cmap=style.WEIGHTS_CMAP, vmin=0, vmax=1, interpolation="nearest"))
         ax.set(xlabel="key position n", ylabel="query position m", title=title,
-               xticks=range(w.shape[1]), yticks=range(w.shape[0]))
+               xticks=range(0, w.shape[1], 1 if w.shape[1] <= 10 else 2),
+               yticks=range(0, w.shape[0], 1 if w.shape[0] <= 10 else 2))
     axs[-1].figure.colorbar(ims[-1], ax=list(axs), fraction=0.05, pad=0.03, label="weights")
     return ims
 

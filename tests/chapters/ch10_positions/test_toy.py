@@ -130,3 +130,16 @@ def test_widget_key_is_the_query_so_the_curve_peaks_at_offset_0():
     for d_k in (8, 64):
         d = np.arange(-31, 32)
         assert d[rope_dots_by_offset(q[:d_k], k[:d_k], d).argmax()] == 0
+
+def test_chapter9s_model_has_a_previous_token_head_and_smooth_learned_positions():
+    from qkv_viz.bridges.real_model import bundled_model_dir, load_model
+    from qkv_viz.bridges.real_forward import run
+    if bundled_model_dir() is None:
+        pytest.skip("the bundled all-MiniLM-L6-v2 is not installed")
+    model = load_model()
+    trace = run(model, "the dog that bit the man ran across the road")
+    previous = np.diagonal(trace.weights, -1, -2, -1).mean(axis=-1)     # (L, H)
+    assert np.unravel_index(previous.argmax(), previous.shape) == (0, 2) and previous.max() > 0.95
+    U = model.pos_emb / np.linalg.norm(model.pos_emb, axis=1, keepdims=True)
+    near, far = (np.mean(np.sum(U[:-d] * U[d:], axis=1)) for d in (1, 32))
+    assert near > 0.8 > 0.3 > far

@@ -35,7 +35,7 @@ def hatch_masked(ax, mask):
 _BOX_W, _BOX_H = 2.6, 0.8
 _BLOCKS = {
     "enc_in": (0.0, 0.0, "English words", None),
-    "enc_self": (0.0, 1.3, "self-attention\n(no mask)", "KEY_COLOR"),
+    "enc_self": (0.0, 1.3, "self-attention\n(padding mask)", "KEY_COLOR"),
     "enc_out": (0.0, 2.6, "encoder output X", None),
     "dec_in": (4.0, 0.0, "French words so far", None),
     "dec_self": (4.0, 1.3, "causal self-attention\n(French reads earlier French)", "QUERY_COLOR"),

@@ -101,3 +101,35 @@ def test_minus_1e9_gives_uniform_weights_and_minus_inf_nan_gradients():
     (torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1) @ v).sum().backward()
     assert torch.isnan(v.grad).all()
     np.testing.assert_array_equal(masked_softmax(scores.numpy(), allowed.numpy())[1], 0)
+
+
+def _empty_sentence_outputs(train, need_weights):
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    with torch.no_grad():
+        mha.out_proj.bias.normal_()                                 # so "the bias" differs from zeros
+    mha.train(train)
+    x = torch.randn(2, 3, 8)
+    empty = torch.tensor([[False] * 3, [True] * 3])
+    with torch.no_grad():
+        return mha(x, x, x, key_padding_mask=empty, need_weights=need_weights)[0][1], mha.out_proj.bias
+
+
+def test_mha_self_attention_fast_path_gives_nan_for_an_empty_sentence():
+    if not torch.__version__.startswith("2.13"):
+        pytest.skip(f"chapter 7 prints torch 2.13's behaviour; this is {torch.__version__}")
+    o, bias = _empty_sentence_outputs(train=False, need_weights=False)   # eval + no_grad: the fast path
+    assert torch.isnan(o).all()
+    o, bias = _empty_sentence_outputs(train=True, need_weights=False)
+    assert torch.allclose(o, bias.expand_as(o))
+    o, _ = _empty_sentence_outputs(train=True, need_weights=True)
+    assert torch.isnan(o).all()
+
+
+def test_the_books_mask_as_key_padding_mask_puts_all_weight_on_padding(data):
+    y, x, mha = data
+    mask = np.ones((2, S), bool); mask[1, S - 2:] = False           # sentence 2: last two keys are padding
+    q, k = torch.tensor(y), torch.tensor(x)
+    with torch.no_grad():
+        _, w = mha(q, k, k, key_padding_mask=torch.tensor(mask))    # the book's mask, not inverted
+    np.testing.assert_allclose(w[1, :, S - 2:].sum(-1).numpy(), 1.0, atol=1e-12)

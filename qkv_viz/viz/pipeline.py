@@ -364,7 +364,7 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
         canvas.arrow("output", (boxes["v"][2], y_v), (x_wv, wv[1]),
                      connection="angle,angleA=0,angleB=90,rad=6", color=style.VALUE_COLOR)
     _scale_bar(canvas, "scale", x_sc, sc_box[1] - 0.5, style.SCORES_CMAP,
-               (f"−{_cell_number(lim).lstrip('.')}" if lim >= 1 else f"−{lim:.2g}", f"+{lim:.3g}"),
+               (f"−{lim:.3g}", f"+{lim:.3g}"),
                "dot products,\nscores: white = 0")
     cap_x, cap_y = (x_right_a + 3.6, 2 * row_h + T * c / 2) if d["numbers"] else (o_box[2] + 0.3, y_v - 0.12)
     canvas.text(None, cap_x, cap_y,

@@ -34,11 +34,11 @@ def _diagnose_split(got, want, case) -> str | None:
     d_head = width // (3 * n_heads)
     blocks = split_per_head_as_blocks(qkv, n_heads)
     if all(_eq(g, b) for g, b in zip(got, blocks)):
-        return ("you split the columns into three blocks [Q | K | V]. This layout is (n, H, 3, d_head): "
-                "head 0's q, k, v come first, then head 1's. Reshape to that first.")
+        return ("you split the columns into three blocks [Q | K | V], but this layout is not blocks: "
+                "it is (n, H, 3, d_head), head 0's q, k, v first, then head 1's.")
     if got[0].shape == (n_heads, n, d_head) and _eq(got[0].reshape(n, n_heads, d_head), want[0].swapaxes(0, 1)):
-        return ("the numbers are right but in the wrong order: put the head axis first with a transpose, "
-                "not a reshape (a reshape keeps the memory order: tokens first).")
+        return ("the numbers are right but in the wrong order: your (H, n, d_head) came from a reshape, "
+                "not a transpose, and a reshape keeps the memory order (tokens first), so it mixes tokens and heads.")
     if _eq(got[0], want[1]) or _eq(got[1], want[0]):
         return "q and k are swapped: in each head the order is q, then k, then v."
     return None
@@ -57,15 +57,15 @@ def check_split_per_head(fn, seed=None) -> Feedback:
 
 def attention_buggy(q, k, v):
     """Attention with TWO bugs (the exercise). q (T, d_k), k (S, d_k), v (S, d_v) -> (T, d_v)."""
-    d_k = q.shape[-1]
-    scores = q @ k.T / np.sqrt(d_k)                 # (T, d_k) @ (d_k, S) -> (T, S)
-    weights = np.exp(scores - scores.max())         # (T, S), every exponent <= 0
-    weights = weights / weights.sum(axis=0)         # (T, S) / (S,)
-    return weights @ v                              # (T, S) @ (S, d_v) -> (T, d_v)
+    d_k = q.shape[0]
+    scores = q @ k.T / np.sqrt(d_k)                        # (T, d_k) @ (d_k, S) -> (T, S)
+    weights = np.exp(scores - scores.max())                # (T, S), every exponent <= 0
+    weights = weights / weights.sum(axis=-1, keepdims=True)   # (T, S) / (T, 1): rows sum to 1
+    return weights @ v                                     # (T, S) @ (S, d_v) -> (T, d_v)
 
 
 def attention_cases(seed=None) -> list:
-    """Fresh (q, k, v) triples with T != S and d_k != d_v, so no bug hides behind equal sizes;
+    """Fresh (q, k, v) triples with T, S, d_k, d_v all different, so no bug hides behind equal sizes;
     the last has a query whose scores lie about 800 below another query's (one max for the
     whole matrix underflows that row to 0/0)."""
     rng = np.random.default_rng(seed)
@@ -83,25 +83,29 @@ def _reference_attention(q, k, v):
     return scaled_dot_product_attention(q, k, v)[0]
 
 
-def _columns_normalised(q, k, v):
-    s = q @ k.T / np.sqrt(q.shape[-1])
+def _scaled_by(q, k, v, size):
+    """Stable attention with the scores divided by sqrt(size) instead of sqrt(d_k)."""
+    s = q @ k.T / np.sqrt(size)
     e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return (e / e.sum(axis=0)) @ v
+    return (e / e.sum(axis=-1, keepdims=True)) @ v
 
 
 def _diagnose_attention(got, want, case) -> str | None:
     q, k, v = case
     s = q @ k.T / np.sqrt(q.shape[-1])
     far = s.max() - s.max(axis=-1) > 700                    # rows whose exp(s - global max) underflows
+    if np.allclose(got, attention_buggy(q, k, v)) or any(np.allclose(got, _scaled_by(q, k, v, n))
+                                                         for n in (q.shape[0], k.shape[0])):
+        return ("your scores are divided by the square root of the wrong size: T or S, not d_k. "
+                "Look at which axis of q you read d_k from.")
     if np.any(far) and not np.allclose(got[far], want[far]):
         return ("a query whose scores all lie far below the largest score of the whole matrix comes out "
-                "0/0 (or 0): exp underflows. One max for everything is the second bug: subtract each "
-                "row's own max (axis=-1, keepdims=True).")
-    if np.allclose(got, attention_buggy(q, k, v)) or np.allclose(got, _columns_normalised(q, k, v)):
-        return ("each KEY's weights add up to 1 in your function, not each query's: "
-                "check which axis the sum runs over.")
+                "0/0 (or 0): every exp in its row underflows. Look at which maximum you subtract.")
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    if np.allclose(got, (e / e.sum(axis=0)) @ v):
+        return "each KEY's weights add up to 1 in your function, not each query's: check which axis the sum runs over."
     if np.allclose(got, scaled_dot_product_attention(q, k, v, scale=False)[0]):
-        return "you dropped the 1/sqrt(d_k): the bugs were elsewhere, keep the scaling."
+        return "you dropped the 1/sqrt(d_k) altogether: the scaling belongs there, only its size was wrong."
     return None
 
 
@@ -113,6 +117,6 @@ def check_attention_fixed(fn, seed=None) -> Feedback:
                             praise="Each query's weights sum to 1, every row stays finite, and the output "
                                    "matches the package.")
     if not fb and "could not be broadcast" in fb.message:
-        return Feedback(False, fb.message.rstrip() + " Hint: reduce with keepdims=True: "
-                        "s.max(axis=-1, keepdims=True) has shape (T, 1), which broadcasts against (T, S).")
+        return Feedback(False, fb.message.rstrip() + " Hint: a max or sum over the last axis drops that axis, "
+                        "and (T, S) against (T,) lines up S with T, not T with T.")
     return fb

@@ -16,11 +16,12 @@ def split_per_head(qkv, n_heads):
     return q, k, v
 
 
-# 2. Two bugs: ``weights.sum(axis=0)`` makes each KEY's column sum to 1 (each query's row must),
-#    and ``scores.max()`` is one max for the whole matrix: a row far below it underflows to 0/0.
+# 2. Two bugs: ``d_k = q.shape[0]`` reads T, not d_k (q is (T, d_k)), so the scores are scaled by
+#    the wrong size; and ``scores.max()`` is one max for the whole matrix: a row far below it
+#    underflows to 0/0.
 def attention_fixed(q, k, v):
     """q (T, d_k), k (S, d_k), v (S, d_v) -> (T, d_v)."""
-    d_k = q.shape[-1]
+    d_k = q.shape[-1]  # q is (T, d_k)
     scores = q @ k.T / np.sqrt(d_k)  # (T, d_k) @ (d_k, S) -> (T, S)
     weights = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (T, S) - (T, 1): each row's own max
     weights = weights / weights.sum(axis=-1, keepdims=True)  # (T, S) / (T, 1): rows sum to 1

@@ -58,16 +58,51 @@ def test_torch_stores_bert_sized_fused_weights_out_by_in():
     assert tuple(torch.nn.MultiheadAttention(768, 12).in_proj_weight.shape) == (2304, 768)
 
 
+def _previous_token_toy():
+    code = 3 * np.array([[1, 0], [0, 1], [-1, 0], [0, -1]])
+    k = np.hstack([code, code])                      # both heads carry the same 2-D code
+    return k[[0, 0, 1, 2]], k                        # query i asks for token i-1 (token 0 for itself)
+
+
 def test_the_shape_keeping_bugs_keep_the_shape_and_change_the_weights():
     from qkv_viz import causal_mask, masked_softmax
-    code = [2, 0, 3, 1]
-    k = 3 * np.eye(4)[code]
-    q = 3 * np.eye(4)[[code[0]] + code[:3]]
+    q, k = _previous_token_toy()
     causal = causal_mask(4)
+    previous = [0, 0, 1, 2]
     right = masked_softmax(q @ k.T / 2, causal)
-    np.testing.assert_array_equal(right.argmax(-1), [0, 0, 1, 2])       # each query finds its previous token
-    for wrong in (masked_softmax(q @ k / 2, causal), masked_softmax(q @ k.T / 2, ~causal)):
-        assert wrong.shape == right.shape and np.abs(wrong - right).max() > 0.4
-    head_right = masked_softmax(q[:, :2] @ k[:, :2].T / np.sqrt(2), causal)
-    head_wrong = masked_softmax(q.reshape(2, 4, 2)[0] @ k.reshape(2, 4, 2)[0].T / np.sqrt(2), causal)
-    assert np.abs(head_wrong - head_right).max() > 0.4
+    np.testing.assert_array_equal(right.argmax(-1), previous)          # each query finds its previous token
+    assert right[np.arange(4), previous].min() > 0.99
+    head_right = masked_softmax(q[:, :2] @ k[:, :2].T / np.sqrt(2), causal)   # one head alone, too
+    assert head_right[np.arange(4), previous].min() > 0.99
+    s = q @ k.T / 2
+    e0 = np.exp(np.where(causal, s, -np.inf) - np.where(causal, s, -np.inf).max(axis=0))
+    wrong = {"axis 0": e0 / e0.sum(axis=0),
+             "no .T": masked_softmax(q @ k / 2, causal),
+             "inverted": masked_softmax(s, ~causal),
+             "no transpose": masked_softmax(q.reshape(2, 4, 2)[0] @ k.reshape(2, 4, 2)[0].T / np.sqrt(2), causal)}
+    for name, w in wrong.items():
+        assert w.shape == right.shape and np.abs(w - right).max() > 0.4, name
+    np.testing.assert_allclose(wrong["axis 0"].sum(-1), [0.5, 0.5, 1, 2], atol=1e-3)   # the printed row sums
+    np.testing.assert_allclose(wrong["no .T"], masked_softmax(np.zeros((4, 4)), causal))  # all scores 0
+    assert np.all(wrong["inverted"][3] == 0)                                            # 'down' sees nothing
+    np.testing.assert_allclose(wrong["no transpose"][1:, :2], 0.5, atol=1e-3)           # all read 'the', 'cat'
+
+
+def test_the_inline_per_head_reorder_is_the_package_one():
+    from qkv_viz import fuse_qkv, init_projection
+    from qkv_viz.chapters.ch08_mistakes import mistakes
+    d_model, n_heads = 12, 3
+    W_qkv = fuse_qkv(*(init_projection(d_model, d_model, seed=s) for s in (1, 2, 3)))
+    inline = W_qkv.reshape(d_model, 3, n_heads, d_model // n_heads).transpose(0, 2, 1, 3).reshape(d_model, -1)
+    np.testing.assert_array_equal(inline, mistakes.interleave_heads(W_qkv, n_heads))
+    qkv = np.random.default_rng(0).normal(size=(5, d_model)) @ inline
+    q, _, _ = mistakes.split_per_head(qkv, n_heads)
+    np.testing.assert_allclose(q.transpose(1, 0, 2).reshape(5, d_model),
+                               np.random.default_rng(0).normal(size=(5, d_model)) @ W_qkv[:, :d_model])
+
+
+def test_row_6_only_differences_count():
+    from qkv_viz import softmax
+    s = np.array([2.0, 1.0, 0.0])
+    np.testing.assert_allclose(softmax(s + 998), softmax(s))
+    assert softmax(10 * s)[0] > 0.9999

@@ -43,7 +43,7 @@ def _q_k_swapped(qkv, H):
 
 
 @pytest.mark.parametrize("fn,words", [(mistakes.split_per_head_as_blocks, "three blocks"),
-                                      (_reshape_without_transpose, "transpose, not a reshape"),
+                                      (_reshape_without_transpose, "not a transpose"),
                                       (_q_k_swapped, "swapped")])
 def test_split_mistakes_are_named(fn, words):
     fb = ch08.check_split_per_head(fn, seed=0)
@@ -56,13 +56,25 @@ def test_split_tokens_last_is_a_shape_message():
 
 
 # ---------------------------------------------------------------- exercise 2
-def _axis_fixed_only(q, k, v):                # keeps the global max
+def _scale_fixed_only(q, k, v):               # keeps the global max
     s = q @ k.T / np.sqrt(q.shape[-1])
     w = np.exp(s - s.max())
     return (w / w.sum(axis=-1, keepdims=True)) @ v
 
 
-def _max_fixed_only(q, k, v):                 # keeps the column sum
+def _max_fixed_only(q, k, v):                 # keeps d_k = T
+    s = q @ k.T / np.sqrt(q.shape[0])
+    w = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (w / w.sum(axis=-1, keepdims=True)) @ v
+
+
+def _scaled_by_s(q, k, v):                    # d_k read from k's first axis: S
+    s = q @ k.T / np.sqrt(k.shape[0])
+    w = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (w / w.sum(axis=-1, keepdims=True)) @ v
+
+
+def _columns_sum(q, k, v):
     s = q @ k.T / np.sqrt(q.shape[-1])
     w = np.exp(s - s.max(axis=-1, keepdims=True))
     return (w / w.sum(axis=0)) @ v
@@ -74,20 +86,23 @@ def _unscaled(q, k, v):
     return (w / w.sum(-1, keepdims=True)) @ v
 
 
-@pytest.mark.parametrize("fn,words", [(ch08.attention_buggy, "which axis"), (_max_fixed_only, "which axis"),
-                                      (_axis_fixed_only, "each row's own max"), (_unscaled, "1/sqrt(d_k)")])
+@pytest.mark.parametrize("fn,words", [(ch08.attention_buggy, "wrong size"), (_max_fixed_only, "wrong size"),
+                                      (_scaled_by_s, "wrong size"), (_scale_fixed_only, "which maximum"),
+                                      (_columns_sum, "which axis"), (_unscaled, "1/sqrt(d_k)")])
 def test_attention_mistakes_are_named(fn, words):
     fb = ch08.check_attention_fixed(fn, seed=0)
-    assert not fb and words in fb.message and "axis=0" not in fb.message, fb.message
+    assert not fb and words in fb.message, fb.message
+    for fix in ("axis=-1", "keepdims=True", "shape[-1]", "shape[1]"):     # a hint, never the fix
+        assert fix not in fb.message, fb.message
 
 
 def test_the_global_max_survives_every_case_but_the_far_row():
     cases = ch08.attention_cases(seed=0)
     for q, k, v in cases[:-1]:
-        np.testing.assert_allclose(_axis_fixed_only(q, k, v), sol.attention_fixed(q, k, v), atol=1e-10)
+        np.testing.assert_allclose(_scale_fixed_only(q, k, v), sol.attention_fixed(q, k, v), atol=1e-10)
     q, k, v = cases[-1]
     with np.errstate(all="ignore"):
-        assert not np.all(np.isfinite(_axis_fixed_only(q, k, v)))
+        assert not np.all(np.isfinite(_scale_fixed_only(q, k, v)))
 
 
 def test_errors_in_the_readers_code_are_feedback():
@@ -101,7 +116,7 @@ def test_missing_keepdims_gets_a_hint():
         e = np.exp(s - s.max(axis=-1))
         return (e / e.sum(axis=-1)) @ v
     fb = ch08.check_attention_fixed(no_keepdims, seed=0)
-    assert not fb and "keepdims=True" in fb.message
+    assert not fb and "drops that axis" in fb.message and "keepdims=True" not in fb.message
 
 
 def test_notebook_shows_the_same_buggy_function_the_checker_uses():

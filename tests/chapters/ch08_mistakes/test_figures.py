@@ -3,6 +3,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 from qkv_viz.chapters.ch08_mistakes import mistakes  # noqa: E402
 from qkv_viz.chapters.ch08_mistakes.figures import plot_split, split_origin  # noqa: E402
@@ -24,3 +25,25 @@ def test_plot_split_colours_and_labels():
     im, texts = plot_split(2, 2, wrong=False)
     assert np.all(np.asarray(im.get_array()) == np.arange(3)[:, None])
     assert [t.get_text() for t in texts[:4]] == ["Q0", "Q0", "Q1", "Q1"]
+
+
+def test_plot_weight_maps_hatches_the_hidden_cells_and_captions_each_panel():
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import PatchCollection
+
+    from qkv_viz.chapters.ch08_mistakes.figures import plot_weight_maps
+    causal = np.tril(np.ones((3, 3), dtype=bool))
+    maps = {"a": (np.eye(3), causal, "first"), "b": (np.eye(3), ~causal, "second")}
+    fig, axes = plt.subplots(1, 2)
+    images = plot_weight_maps(maps, ["x", "y", "z"], axes)
+    assert len(images) == 2
+    for ax, mask, caption in zip(axes, (causal, ~causal), ("first", "second")):
+        hatched = [c for c in ax.collections if isinstance(c, PatchCollection)]
+        assert len(hatched) == 1 and len(hatched[0].get_paths()) == int((~mask).sum())
+        assert ax.get_xlabel() == caption
+    assert axes[1].get_ylabel() == ""
+    with pytest.raises(ValueError, match="need an axis per map"):
+        plot_weight_maps(maps, ["x", "y", "z"], axes[:1])
+    with pytest.raises(ValueError, match="differ in shape"):
+        plot_weight_maps({"c": (np.eye(3), causal[:2], "bad")}, ["x", "y", "z"], axes)
+    plt.close(fig)

@@ -84,22 +84,6 @@ def weights_line(words, weights, word: str) -> str:
         f"{w} {row[names.index(w)]:.3f}" for w in sorted(set(names)))
 
 
-def previous_token_head(T: int = 8, d_k: int = 16, strength: float = 6.0):
-    """A head that ignores the words: every query is q, every key is k = q turned by one position.
-
-    q has ``strength`` on coordinates 0 and 2 (pairs 0 and 1, the two fastest). With RoPE,
-    q_m . k_n = q^T R_(n-m+1) q, largest at n = m - 1: each token looks at the one before.
-    Returns (Q, K), each (T, d_k), before any turning.
-    """
-    T, d_k = positive_int("T", T), positive_int("d_k", d_k)
-    if d_k < 4 or d_k % 2:
-        raise ValueError(f"d_k must be even and >= 4, got {d_k}")
-    q = np.zeros(d_k)
-    q[[0, 2]] = strength
-    k = apply_rope(q[None], [1])[0]                      # (d_k,): q turned to position 1
-    return np.tile(q, (T, 1)), np.tile(k, (T, 1))       # (T, d_k) each
-
-
 def widget_vectors(seed: int = 0, d_k: int = WIDGET_D_K_MAX):
     """The live figure's query and key (d_k,): a random q and the key k = q (a key that matches it),
     so the curve q_m . k_n against n - m peaks at offset 0."""

@@ -72,6 +72,8 @@ def test_expected_decay_is_the_mean_over_random_queries():
     q = rng.normal(size=(4000, 16))                                     # many random queries, k = q
     sampled = np.mean([rope_dots_by_offset(x, x, d) for x in q], axis=0) / 16
     np.testing.assert_allclose(sampled, toy.expected_decay(16, d), atol=0.03)
+    theta = 10000.0 ** (-np.arange(0, 64, 2) / 64)        # the page's line, d_k = 64
+    np.testing.assert_allclose(np.cos(d[:, None] * theta[None, :]).mean(axis=1), toy.expected_decay(64, d))
 
 
 def test_weights_line_lists_words_alphabetically_and_rejects_unknown_words():
@@ -82,14 +84,14 @@ def test_weights_line_lists_words_alphabetically_and_rejects_unknown_words():
 
 
 def test_previous_token_head_looks_back_only_with_rope():
-    Q, K = toy.previous_token_head(T=8, d_k=16)
+    q = np.zeros(16)
+    q[[0, 2]] = 6.0                                   # the chapter's head: pairs 0 and 1
+    Q, K = np.tile(q, (8, 1)), np.tile(apply_rope(q[None], [1])[0], (8, 1))
     V = np.eye(8)
     _, flat = scaled_dot_product_attention(Q, K, V)
     _, looks_back = scaled_dot_product_attention(apply_rope(Q), apply_rope(K), V)
     np.testing.assert_allclose(flat, 1 / 8)
     assert all(looks_back[m].argmax() == m - 1 and looks_back[m, m - 1] > 0.95 for m in range(1, 8))
-    with pytest.raises(ValueError, match="d_k"):
-        toy.previous_token_head(d_k=3)
 
 
 def test_causal_mask_breaks_the_symmetry_and_turning_v_stamps_absolute_positions():

@@ -106,3 +106,13 @@ def test_row_6_only_differences_count():
     s = np.array([2.0, 1.0, 0.0])
     np.testing.assert_allclose(softmax(s + 998), softmax(s))
     assert softmax(10 * s)[0] > 0.9999
+
+
+def test_the_naive_softmax_returns_a_silent_0_just_below_the_overflow():
+    from qkv_viz.chapters.ch08_mistakes import mistakes    # was a visible check in section 4
+    limit = np.log(np.finfo(float).max)
+    window = (limit - np.log(1 + np.exp(-1) + np.exp(-2)), limit)
+    fine = mistakes.overflow_sweep(np.linspace(709.0, 710.0, 1001))
+    zero = fine["top_logits"][fine["naive_top"] == 0]
+    assert zero.size > 0 and zero.min() >= window[0] - 1e-3 and zero.max() <= window[1]
+    assert np.all(np.isfinite(fine["naive_top"][fine["naive_top"] == 0]))

@@ -13,8 +13,6 @@ from qkv_viz.chapters.feedback import Feedback, check_function, no_answer
 from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.kv_cache import grouped_query_attention, kv_cache_bytes
 
-STUB = ("No answer yet: your function still returns None. Replace the None with your code, "
-        "then run the cell again.")
 # Exercise 3: Llama-2-70B's config.json (Hugging Face Hub, meta-llama/Llama-2-70b-hf):
 # num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, hidden_size 8192 (head width 128).
 LLAMA2_70B = {"n_layers": 80, "n_heads": 64, "n_kv_heads": 8, "head_dim": 128}
@@ -22,32 +20,15 @@ EX3_TOKENS, EX3_BYTES = 4096, 2
 CHOICES = ("a", "b", "c")
 
 
-def _stub(fn, case) -> bool:
-    try:
-        return callable(fn) and fn(*case) is None
-    except Exception:  # noqa: BLE001 - check_function reports the reader's error precisely
-        return False
-
-
-def _quiet(fn, case):
-    """fn(*case), or None when it raises (check_function then reports the error)."""
-    try:
-        with np.errstate(all="ignore"):
-            return fn(*(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in case))
-    except Exception:  # noqa: BLE001
-        return None
-
-
 def _check_code(fn, cases, diagnose, describe, reference, name, praise) -> Feedback:
-    """No answer / stub -> pending; then the chapter's precise diagnosis of each case (``describe``
-    says which case it was); then ``check_function`` against ``reference``."""
-    if fn is None or _stub(fn, cases[1]):
-        return no_answer() if fn is None else Feedback(False, STUB, pending=True)
-    for i, case in enumerate(cases if callable(fn) else []):
-        note = diagnose(case, _quiet(fn, case))
-        if note:
-            return Feedback(False, f"On case {i + 1} of {len(cases)} ({describe(case)}): {note}")
-    return check_function(fn, reference, cases, name=name, atol=1e-9, praise=praise)
+    """``check_function`` against ``reference``, with the chapter's precise diagnosis of a wrong
+    answer (``diagnose(case, result)``; ``describe(case)`` says which kind of case it was)."""
+    def note(got, want, case):
+        found = diagnose(case, got)
+        return f"({describe(case)}) {found}" if found else None
+    return check_function(fn, reference, cases, name=name, atol=1e-9, praise=praise,
+                          diagnose=note, shape_hints=True,
+                          returns=("output", "K", "V"))
 
 
 # ---------------------------------------------------------------- exercise 1: a sliding-window cache

@@ -19,15 +19,19 @@ from qkv_viz.chapters.ch03_toy.toy import TOY_SCORES, toy_steps
 def attention_cases(seed=None, n_cases: int = 6) -> list:
     """Fresh random (Q, K, V) with a batch axis and T != S.
 
-    Q (B, T, d_k), K (B, S, d_k), V (B, S, d_v) with B in 1..3, T and S different
-    in 2..6, d_k in 2..6. Entries have standard deviation 1.5 so scaled and
-    unscaled weights differ clearly. ``seed=None`` draws new cases on every call.
+    Q (B, T, d_k), K (B, S, d_k), V (B, S, d_v) with B in 2..3, T and S different
+    in 2..6, d_k in 2..6 and different from B and S, so that ``Q @ K.T`` (all of K's
+    axes reversed) raises on every case and its hint can be given. Entries have
+    standard deviation 1.5 so scaled and unscaled weights differ clearly.
+    ``seed=None`` draws new cases on every call.
     """
     rng = np.random.default_rng(seed)
     cases = []
-    for _ in range(n_cases):
-        B, d_k, d_v = int(rng.integers(1, 4)), int(rng.integers(2, 7)), int(rng.integers(2, 5))
+    while len(cases) < n_cases:
+        B, d_k, d_v = int(rng.integers(2, 4)), int(rng.integers(2, 7)), int(rng.integers(2, 5))
         T, S = (int(x) for x in rng.choice(np.arange(2, 7), size=2, replace=False))
+        if d_k in (B, S):
+            continue  # K.T's batch axis would broadcast, or its inner axis would fit: no clean error
         cases.append(tuple(1.5 * rng.standard_normal(shape) for shape in ((B, T, d_k), (B, S, d_k), (B, S, d_v))))
     return cases
 
@@ -69,32 +73,40 @@ def _diagnose_attention(gots, wants, case) -> str | None:
     return None
 
 
-def _k_transposed_wholly(fn, case) -> str | None:
-    """A sentence when ``fn`` fails because it used K.T (all axes reversed) on a 3-D K."""
-    Q, K, V = case
-    if Q.shape[0] == 1 or K.shape[0] == K.shape[-1]:
-        return None
-    try:
-        fn(Q.copy(), K.copy(), V.copy())
-    except ValueError as exc:
-        if "matmul" in str(exc):
-            return ("K.T on a 3-D array reverses ALL its axes, (B, S, d_k) -> (d_k, S, B). Swap only the "
-                    "last two: K.swapaxes(-1, -2) has shape (B, d_k, S).")
-    except Exception:  # noqa: BLE001 - check_function describes any other error
-        return None
-    return None
+K_T_HINT = ("K.T on a 3-D array reverses ALL its axes, (B, S, d_k) -> (d_k, S, B). Swap only the "
+            "last two: K.swapaxes(-1, -2) has shape (B, d_k, S).")
+
+
+def _k_transposed_wholly(exc: Exception, Q, K) -> bool:
+    """True when ``exc`` is the error that multiplying by K.T (all axes reversed) raises here."""
+    attempts = (lambda: Q @ K.T, lambda: np.dot(Q, K.T), lambda: np.einsum("btd,dsb->bts", Q, K.T))
+    for attempt in attempts:
+        try:
+            attempt()
+        except Exception as mine:  # noqa: BLE001 - we compare error texts, whatever their type
+            if type(mine) is type(exc) and str(mine) == str(exc):
+                return True
+    return False
 
 
 def check_attention(fn, seed=None) -> Feedback:
     """Exercise 1: ``fn(Q, K, V) -> (output, weights)`` with a batch axis and T != S."""
-    cases = attention_cases(seed)
-    hint = _k_transposed_wholly(fn, max(cases, key=lambda c: c[0].shape[0])) if callable(fn) else None
-    if hint:
-        return Feedback(False, hint)
-    return check_function(fn, _reference, cases, name="attention",
-                          diagnose=_diagnose_attention,
-                          praise="Your attention(Q, K, V) gives the package's output and weights "
-                                 "on every batch: T queries, S keys, rows summing to 1, scaled by 1/sqrt(d_k).")
+    raised = []  # what the reader's function raised, with the inputs it got
+
+    def watched(Q, K, V):
+        try:
+            return fn(Q, K, V)
+        except Exception as exc:
+            raised.append((exc, Q.copy(), K.copy()))
+            raise
+
+    fb = check_function(watched if callable(fn) else fn, _reference, attention_cases(seed), name="attention",
+                        diagnose=_diagnose_attention, returns=("output", "weights"),
+                        praise="Your attention(Q, K, V) gives the package's output and weights "
+                               "on every batch: T queries, S keys, rows summing to 1, scaled by 1/sqrt(d_k).")
+    if not fb.correct and raised and _k_transposed_wholly(*raised[-1]):
+        return Feedback(False, K_T_HINT)
+    return fb
 
 
 def triangle_cases(seed=None, n_cases: int = 5) -> list:

@@ -33,7 +33,8 @@ from qkv_viz.viz import style
 from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
 
 Q_LIM = 3.0  # the query plane shows -3..3 (vector_move.js's Q_LIM)
-SHARE_COLOURS = ("#009E73", "#56B4E9", "#E69F00")  # vector_move.js's first three
+SHARE_COLOURS = ("#009E73", "#56B4E9", "#CC79A7")  # vector_move.js's first three: each value's colour
+OUTPUT_COLOUR = "#000000"  # orange is the query's alone
 
 
 class VectorMoveFigure(CanvasFigure):
@@ -114,7 +115,7 @@ class VectorMoveFigure(CanvasFigure):
         output, weights = self._attend()
         q, K, V = np.asarray(self.q), self._K, self._V
         fig = Figure(figsize=style.figsize(0.8, 0.6), dpi=style.DPI, layout="constrained")
-        grid = fig.add_gridspec(2, 2, height_ratios=[1, 0.09])
+        grid = fig.add_gridspec(2, 2, height_ratios=[1, 0.14])
         left, right, bar = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, :])
         lo, hi = min(0.0, V.min()), max(0.0, V.max())
         pad = 0.25 * (hi - lo)
@@ -122,26 +123,28 @@ class VectorMoveFigure(CanvasFigure):
         small = dict(length_includes_head=True, head_width=0.04 * (hi - lo), overhang=0.2)
         left.arrow(0, 0, *q, color=style.QUERY_COLOR, width=0.14, head_width=0.42, length_includes_head=True,
                    overhang=0.2)  # wide and under the keys, so a key equal to q still shows
-        for j, k in enumerate(K):
-            left.arrow(0, 0, *k, color=style.KEY_COLOR, width=0.02, **arrow)  # on top: a key under q shows
-            left.annotate(f"k{j}", k, xytext=(4, 4), textcoords="offset points", color=style.KEY_COLOR,
-                          fontweight="bold")
         same = self.same_as_key()
+        for j, k in enumerate(K):
+            # a key equal to q is drawn beside it (shifted across q's direction) and labelled so
+            shift = 0.3 * np.array([q[1], -q[0]]) / np.linalg.norm(q) if j == same else np.zeros(2)
+            left.arrow(*shift, *k, color=style.KEY_COLOR, width=0.02, **arrow)
+            left.annotate(f"k{j}" + (" (= q)" if j == same else ""), k + shift, xytext=(4, 4),
+                          textcoords="offset points", color=style.KEY_COLOR, fontweight="bold")
         left.text(0.03, 0.03, f"q = ({q[0]:.1f}, {q[1]:.1f})" + (f" = k{same}" if same is not None else ""),
                   transform=left.transAxes, color=style.QUERY_COLOR, fontweight="bold")
         left.set(xlim=(-Q_LIM, Q_LIM), ylim=(-Q_LIM, Q_LIM), title="the query among the keys")
-        right.add_patch(Polygon(V, closed=True, facecolor=style.VALUE_COLOR, alpha=0.12, edgecolor="none"))
+        right.add_patch(Polygon(V, closed=True, facecolor="#000000", alpha=0.06, edgecolor="none"))
         at = np.zeros(2)
         for j, v in enumerate(V):
-            right.arrow(0, 0, *v, color=style.VALUE_COLOR, width=0.004, ls="--", **small)
-            right.annotate(f"v{j}", v, xytext=(4, 4), textcoords="offset points", color=style.VALUE_COLOR,
+            right.arrow(0, 0, *v, color=SHARE_COLOURS[j % 3], width=0.004, ls="--", **small)
+            right.annotate(f"v{j}", v, xytext=(4, 4), textcoords="offset points", color=SHARE_COLOURS[j % 3],
                            fontweight="bold")
             step = weights[j] * v  # (2,): this value's share of the output
             right.arrow(*at, *step, color=SHARE_COLOURS[j % 3], width=0.006 + 0.03 * weights[j], **small)
             at = at + step
-        right.plot(*output, "o", color=style.QUERY_COLOR, ms=8)
+        right.plot(*output, "o", color=OUTPUT_COLOUR, ms=7)
         right.text(0.03, 0.03, f"output ({output[0]:.2f}, {output[1]:.2f})", transform=right.transAxes,
-                   color=style.QUERY_COLOR, fontweight="bold")
+                   color=OUTPUT_COLOUR, fontweight="bold")
         right.set(xlim=(lo - pad, hi + pad), ylim=(lo - pad, hi + pad), title=r"output = $\Sigma_j\, w_j v_j$")
         for ax in (left, right):
             ax.set_aspect("equal")
@@ -150,9 +153,13 @@ class VectorMoveFigure(CanvasFigure):
         start = 0.0  # below: the weights as each value's share of one bar (the live figure's bar)
         for j, w in enumerate(weights):
             bar.barh(0, w, left=start, color=SHARE_COLOURS[j % 3], edgecolor="white")
+            label = f"v{j} {100 * w:.0f} %"
             if w > 0.07:
-                bar.text(start + w / 2, 0, f"v{j} {100 * w:.0f} %", ha="center", va="center",
+                bar.text(start + w / 2, 0, label, ha="center", va="center",
                          fontweight="bold", fontsize=style.FONT_PT - 1)
+            else:  # too narrow for its label: the label goes under the bar, in the value's colour
+                bar.text(min(start + w / 2, 0.97), -0.45, label, ha="center", va="top", clip_on=False,
+                         color=SHARE_COLOURS[j % 3], fontweight="bold", fontsize=style.FONT_PT - 1)
             start += w
         bar.set(xlim=(0, 1), yticks=[], xticks=[])
         bar.set_title("the weights: each value's share of the output", fontsize=style.FONT_PT, loc="left")

@@ -9,7 +9,8 @@
 // the values; below, the weights as shares of one bar.
 
 const Q_COLOUR = "#D55E00", K_COLOUR = "#0072B2", V_COLOUR = "#009E73";   // style.QUERY/KEY/VALUE_COLOR
-const SHARE_COLOURS = ["#009E73", "#56B4E9", "#E69F00", "#CC79A7", "#F0E442", "#0072B2"];
+const SHARE_COLOURS = ["#009E73", "#56B4E9", "#CC79A7", "#F0E442", "#999999", "#0072B2"];   // one per value
+const OUTPUT_COLOUR = "#000";   // orange is the query's alone
 const Q_LIM = 3;   // the query plane shows -3..3 on both axes (widget.py refuses |q_i| > 3)
 
 // A plane: data coordinates [lo, hi]^2 in a square box of the canvas.
@@ -70,7 +71,7 @@ function render({model, el}) {
   const message = h("div", {class: "qkv-message", role: "status"});
   const left = makeCanvas("qkv-query-plane", 300, 300);
   const right = makeCanvas("qkv-value-plane", 300, 300);
-  const shares = makeCanvas("qkv-shares", 612, 56);
+  const shares = makeCanvas("qkv-shares", 612, 60);
   left.canvas.setAttribute("tabindex", "0");
   left.canvas.setAttribute("aria-label", "the query: drag its tip, or use the arrow keys");
   left.canvas.setAttribute("data-lm-suppress-shortcuts", "true");
@@ -106,9 +107,13 @@ function render({model, el}) {
     let same = -1;   // the key the query equals (to 0.05), said in its label
     for (let j = 0; j < S; j++) {
       const kj = [keys[2 * j], keys[2 * j + 1]];
-      drawArrow(ctx, qp, [0, 0], kj, K_COLOUR, 2);
-      text(ctx, `k${j}`, qp.X(kj[0]) + 5, qp.Y(kj[1]) - 5, {font: BOLD, colour: K_COLOUR});
-      if (same < 0 && Math.max(Math.abs(kj[0] - s.q[0]), Math.abs(kj[1] - s.q[1])) < 0.05) same = j;
+      const equal = same < 0 && Math.max(Math.abs(kj[0] - s.q[0]), Math.abs(kj[1] - s.q[1])) < 0.05;
+      if (equal) same = j;
+      // a key equal to q is drawn beside it (shifted across q's direction) and labelled so
+      const n = Math.hypot(s.q[0], s.q[1]) || 1, sh = equal ? [0.3 * s.q[1] / n, -0.3 * s.q[0] / n] : [0, 0];
+      drawArrow(ctx, qp, sh, [kj[0] + sh[0], kj[1] + sh[1]], K_COLOUR, 2);
+      text(ctx, `k${j}${equal ? " (= q)" : ""}`, qp.X(kj[0] + sh[0]) + 5, qp.Y(kj[1] + sh[1]) - 5,
+           {font: BOLD, colour: K_COLOUR});
     }
     text(ctx, `q = (${s.q[0].toFixed(1)}, ${s.q[1].toFixed(1)})${same >= 0 ? ` = k${same}` : ""}`,
          qp.box.x + 6, qp.box.y + qp.box.h - 8, {font: BOLD, colour: Q_COLOUR});
@@ -120,16 +125,17 @@ function render({model, el}) {
     ctx.clearRect(0, 0, width, height);
     text(ctx, "output = \u03a3 w\u2c7c v\u2c7c, inside the values' triangle", vp.box.x, 16, {font: BOLD});
     axes(ctx, vp);
-    ctx.fillStyle = "rgba(0, 158, 115, 0.12)";
+    ctx.fillStyle = "rgba(0, 0, 0, 0.06)";
     ctx.beginPath();
     for (let j = 0; j < S; j++) ctx[j ? "lineTo" : "moveTo"](vp.X(values[j * dV]), vp.Y(values[j * dV + 1]));
     ctx.closePath(); ctx.fill();
     for (let j = 0; j < S; j++) {
       const vj = [values[j * dV], values[j * dV + 1]];
-      drawArrow(ctx, vp, [0, 0], vj, V_COLOUR, 1, [4, 3]);
-      text(ctx, `v${j}`, vp.X(vj[0]) + 5, vp.Y(vj[1]) - 5, {font: BOLD, colour: V_COLOUR});
+      const colour = SHARE_COLOURS[j % SHARE_COLOURS.length];   // each value and its weighted piece share a colour
+      drawArrow(ctx, vp, [0, 0], vj, colour, 1, [4, 3]);
+      text(ctx, `v${j}`, vp.X(vj[0]) + 5, vp.Y(vj[1]) - 5, {font: BOLD, colour});
     }
-    ctx.fillStyle = "rgba(213, 94, 0, 0.25)";
+    ctx.fillStyle = "rgba(0, 0, 0, 0.2)";
     for (const p of trail) { ctx.beginPath(); ctx.arc(vp.X(p[0]), vp.Y(p[1]), 2.5, 0, 2 * Math.PI); ctx.fill(); }
     let at = [0, 0];   // w_0 v_0, then + w_1 v_1, ...: tip to tail
     for (let j = 0; j < S; j++) {
@@ -137,11 +143,11 @@ function render({model, el}) {
       drawArrow(ctx, vp, at, next, SHARE_COLOURS[j % SHARE_COLOURS.length], 1.5 + 4 * r.weights[j]);
       at = next;
     }
-    drawArrow(ctx, vp, [0, 0], [r.output[0], r.output[1]], Q_COLOUR, 3, [7, 4]);
-    ctx.fillStyle = Q_COLOUR;
+    drawArrow(ctx, vp, [0, 0], [r.output[0], r.output[1]], OUTPUT_COLOUR, 2, [7, 4]);
+    ctx.fillStyle = OUTPUT_COLOUR;
     ctx.beginPath(); ctx.arc(vp.X(r.output[0]), vp.Y(r.output[1]), 5, 0, 2 * Math.PI); ctx.fill();
     text(ctx, `output (${r.output[0].toFixed(2)}, ${r.output[1].toFixed(2)})`, vp.box.x + 6, vp.box.y + vp.box.h - 8,
-         {font: BOLD, colour: Q_COLOUR});
+         {font: BOLD, colour: OUTPUT_COLOUR});
   }
 
   function drawShares(r) {
@@ -153,8 +159,11 @@ function render({model, el}) {
       const w = r.weights[j] * box.w;
       ctx.fillStyle = SHARE_COLOURS[j % SHARE_COLOURS.length];
       ctx.fillRect(x, box.y, w, box.h);
-      if (w > 44) text(ctx, `v${j} ${(100 * r.weights[j]).toFixed(0)} %`, x + w / 2, box.y + box.h / 2,
-                       {align: "center", base: "middle", font: BOLD, colour: "#000"});
+      const label = `v${j} ${(100 * r.weights[j]).toFixed(0)} %`;
+      if (w > 44) text(ctx, label, x + w / 2, box.y + box.h / 2, {align: "center", base: "middle", font: BOLD, colour: "#000"});
+      else if (r.weights[j] >= 0.005)   // too narrow: the label goes under the bar, in the value's colour
+        text(ctx, label, Math.min(x + w / 2, box.x + box.w - 22), box.y + box.h + 11,
+             {align: "center", base: "middle", font: BOLD, colour: SHARE_COLOURS[j % SHARE_COLOURS.length]});
       x += w;
     }
     ctx.strokeStyle = "#444";

@@ -61,12 +61,28 @@ def test_attention_mistakes_are_named(phrase):
     assert phrase in fb.message, fb.message
 
 
+@pytest.mark.parametrize("matmul", [lambda a, b: a @ b, np.dot, np.matmul])
+def test_the_k_t_hint_fires_on_every_draw(matmul):
+    def with_k_t(Q, K, V):
+        w = _rows(matmul(Q, K.T) / np.sqrt(Q.shape[-1]))
+        return w @ V, w
+    for seed in range(40):
+        assert "swapaxes(-1, -2)" in ch03.check_attention(with_k_t, seed=seed).message, seed
+
+
+def test_an_unrelated_error_is_not_blamed_on_k_t():
+    def broken(Q, K, V):
+        raise ValueError("something else")
+    fb = ch03.check_attention(broken, seed=0)
+    assert not fb.correct and "something else" in fb.message and "swapaxes" not in fb.message
+
+
 def test_attention_cases_have_a_batch_axis_t_not_s_and_show_the_scaling():
     a, b = ch03.attention_cases(), ch03.attention_cases()
     assert any(x[0].shape != y[0].shape or not np.allclose(x[0], y[0]) for x, y in zip(a, b))
     cases = ch03.attention_cases(seed=0)
-    assert any(Q.shape[0] > 1 for Q, _, _ in cases)
     for Q, K, V in cases:
+        assert Q.shape[0] > 1 and Q.shape[-1] not in (Q.shape[0], K.shape[1])  # so Q @ K.T always raises
         assert Q.ndim == K.ndim == V.ndim == 3 and Q.shape[1] != K.shape[1] and K.shape[1] == V.shape[1]
         scaled, unscaled = _rows(Q @ _t(K) / np.sqrt(Q.shape[-1])), _rows(Q @ _t(K))
         assert not np.allclose(scaled, unscaled)  # so "forgot the scaling" can be told apart

@@ -1,4 +1,4 @@
-"""Chapter 9's static pictures: the value side of [CLS]/[SEP], and one token's attention row
+"""Chapter 9's static pictures: the value side of [CLS], and one token's attention row
 in chosen heads for two sentences."""
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
 
 
-def value_side_figure(norm_special, norm_other, weight_share, moved_share):
-    """Two panels per layer: (left) mean ||v W_o|| of [CLS]/[SEP] vs the other tokens;
-    (right) share of the attention weight on [CLS]/[SEP] vs their share of what is moved.
+def value_side_figure(norm_special, norm_other, weight_share, moved_share, special="[CLS]"):
+    """Two panels per layer: (left) mean ||v W_o|| of the token ``special`` vs the other
+    tokens; (right) share of the attention weight on it vs its share of what is moved.
 
-    All four arguments are (L,) arrays. Returns the figure (closed, for display).
+    The four arrays are (L,). Returns the figure (closed, for display).
     """
     import matplotlib.pyplot as plt
 
@@ -25,9 +25,9 @@ def value_side_figure(norm_special, norm_other, weight_share, moved_share):
     fig, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.36), layout="constrained")
     # left: two groups of tokens (neutral series colours); right: weights come from q . k (key
     # colour), what is moved comes from the values (value colour)
-    pairs = [(arrays[0], arrays[1], "[CLS] / [SEP]", "other tokens", "mean ‖v W_o‖ per head",
+    pairs = [(arrays[0], arrays[1], special, "other tokens", "mean ‖v W_o‖ per head",
               "how much a token can move the output", (style.SERIES[0], style.SERIES[1])),
-             (arrays[2], arrays[3], "share of the weight", "share of what is moved", "share on [CLS] / [SEP]",
+             (arrays[2], arrays[3], "share of the weight", "share of what is moved", f"share on {special}",
               "weight parked vs output delivered", (style.KEY_COLOR, style.VALUE_COLOR))]
     for ax, (a, b, la, lb, ylabel, title, (ca, cb)) in zip(axes, pairs):
         ax.bar(layers - width / 2, a, width, color=ca, label=la)

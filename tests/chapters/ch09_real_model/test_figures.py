@@ -16,6 +16,8 @@ def test_value_side_figure_bars_are_the_numbers():
     np.testing.assert_allclose(heights, np.r_[a, b])
     np.testing.assert_allclose([p.get_height() for p in right.patches], np.r_[c, d])
     assert right.get_ylim() == (0, 1)
+    assert [t.get_text() for t in left.get_legend().get_texts()] == ["[CLS]", "other tokens"]
+    assert right.get_ylabel() == "share on [CLS]"
 
 
 def test_value_side_figure_rejects_mismatched_lengths():

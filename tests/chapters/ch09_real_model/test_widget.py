@@ -47,3 +47,5 @@ def test_head_grid_figure_has_one_panel_per_head(model):
     shown = [ax for ax in fig.axes if ax.get_visible() and ax.images]
     assert len(shown) == model.config.n_heads
     assert shown[0].images[0].get_clim() == (0.0, 1.0)
+    # panel titles spell "tokens" like the live figure (heads.js), no abbreviation
+    assert shown[0].get_title().startswith("head 0: ") and shown[0].get_title().endswith(" tokens")

@@ -43,7 +43,7 @@ def _diagnose_masked_softmax(got, want, case):
                 "the sum is positive; such a row gets all zeros.")
     if np.any(empty) and np.allclose(got[empty], 1.0 / scores.shape[-1]):
         return ("a fully hidden row got uniform weights: that is what -1e9 in place of -inf gives. "
-                "This book gives such a row all zeros.")
+                "The exercise asks for all zeros there: no key may be read, so none gets weight.")
     sums = got.sum(axis=-1)
     if np.any(live & (np.abs(sums) < 1e-12)) or not np.all(np.isfinite(got)):
         return ("a row with allowed keys came out all zero (or NaN): its scores lie far below the largest "
@@ -61,7 +61,7 @@ def check_masked_softmax(fn, seed=None) -> Feedback:
         return check_function(fn, masked_softmax, masked_softmax_cases(seed), name="your masked_softmax",
                               diagnose=_diagnose_masked_softmax, atol=1e-10,
                               praise="Hidden keys get 0, empty rows zeros, far-apart rows stay finite: "
-                                     "the book's masked softmax.")
+                                     "a masked softmax that survives every row.")
 
 
 # ---------------------------------------------------------------- exercise 2: batched cross-attention
@@ -101,8 +101,8 @@ def _diagnose_cross(got, want, case):
     for b in range(B):
         if lengths[b] == 0 and not np.all(np.isfinite(w[b])):
             return (f"sentence {b} has length 0, so every key is padding and your weights there are NaN "
-                    f"(0/0). The book's convention is all-zero weights: use your masked_softmax "
-                    f"from exercise 1.")
+                    f"(0/0). The exercise asks for all-zero weights there: your masked_softmax "
+                    f"from exercise 1 gives them.")
     if not np.all(np.isfinite(w)):
         return "your weights contain NaN or inf in sentences that do have real tokens."
     leak = ~real & (np.abs(w) > 1e-12)
@@ -157,7 +157,7 @@ def _diagnose_decoder_mask(got, want, case):
     if g is None:
         return "give a boolean mask (True/False, or 1/0)."
     if np.array_equal(g, ~np.asarray(want)):
-        return "your mask is the opposite one: in this book True means 'may look'."
+        return "your mask is the opposite one: here True means 'may look'."
     if np.array_equal(g, np.broadcast_to(causal, g.shape)):
         return "that is the causal mask alone; padded keys (positions >= the length) must be hidden too."
     if np.array_equal(g, np.broadcast_to(pad, g.shape)):
@@ -196,6 +196,6 @@ def check_key_padding_mask(answer) -> Feedback:
     if np.array_equal(a, expected):
         return Feedback(True, "True marks padding, which nn.MultiheadAttention ignores.")
     if np.array_equal(a, ~expected):
-        return Feedback(False, "That is the book's convention (True = may look). torch's key_padding_mask "
+        return Feedback(False, "That is our masks' convention (True = may look). torch's key_padding_mask "
                                "means the opposite: True = this key is padding, ignore it.")
     return Feedback(False, f"Not yet. Hint: {hint} Which positions of a 3-token sentence are padding?")

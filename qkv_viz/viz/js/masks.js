@@ -90,7 +90,7 @@ function render({model, el}) {
     drawColourBar(ctx, lut, left + S * cell + 14, top, 14, T * cell, "attention weight");
     realOut.textContent = String(s.nReal);
     setMessage(message, empty.length
-      ? `fully masked row(s): ${empty.join(", ")}: no key allowed, so all weights are 0 (the book's convention, not NaN)`
+      ? `fully masked row(s): ${empty.join(", ")}: no key allowed, so all weights are 0 (as masked_softmax gives, not NaN)`
       : "every row sums to 1 over its allowed keys", false);
     el.qkv = {settings: {causal: s.causal, n_real: s.nReal}, mask: Array.from(mask), weights: Array.from(w)};
   }

@@ -3,8 +3,8 @@
 ``plot_library``, ``plot_weight_bars``, ``library_small_multiples`` take ``ax=None``,
 return the artists and never call ``plt.show()``. Colours come from the book's
 style (``qkv_viz.viz.style``): keys in KEY_COLOR, the query in QUERY_COLOR, and
-weights are always drawn on their fixed 0..1 scale (an arrow's width and a bar's
-length mean the same weight in every panel). The interactive version is in ``widget``.
+every key arrow has the same width and carries its weight as a label ("0: 0.49"),
+and weight bars are drawn on their fixed 0..1 scale. The interactive version is in ``widget``.
 """
 from __future__ import annotations
 
@@ -16,14 +16,8 @@ from qkv_viz.chapters.ch01_library.library import KEY_AXES, soft_lookup
 from qkv_viz.viz import style
 from qkv_viz.viz.style import KEY_COLOR, QUERY_COLOR
 
-MIN_LW, MAX_LW = 0.8, 8.0   # arrow line width (points) for weight 0 and weight 1
+KEY_LW = 1.6                # every key arrow's line width (points): the weight is written, not drawn
 LABEL_OFFSET_PT = 7.0       # labels sit this far beyond the arrow tip, along the arrow
-
-
-def weight_linewidth(weight) -> np.ndarray:
-    """Arrow line width in points for a weight on the fixed 0..1 scale (linear)."""
-    w = np.clip(np.asarray(weight, dtype=float), 0.0, 1.0)
-    return MIN_LW + (MAX_LW - MIN_LW) * w
 
 
 def _renderer(fig):
@@ -91,23 +85,23 @@ def _place_labels(ax, labels, arrows, relayout=True):
 
 
 def plot_library(library, query, ax=None, weights=None, relayout=True):
-    """Keys as arrows from the origin, the query as a thicker arrow.
+    """Keys as arrows from the origin (all of width ``KEY_LW``), the query as a dashed arrow.
 
-    ``weights`` (n_books,) on 0..1 sets each key arrow's width (``weight_linewidth``:
-    0.8 pt for weight 0 up to 8 pt for weight 1); without weights all keys are
-    drawn at the width of weight 0.2. Arrows are numbered like the books
-    (0 = first title); only the first two key coordinates are drawn.
+    Arrows are numbered like the books (0 = first title); with ``weights``
+    (n_books,) each label also gives the book's weight, "0: 0.49".
+    Only the first two key coordinates are drawn.
     ``relayout=False`` skips laying the figure out before placing the labels
     (for a caller that has already done it once for several panels).
     Returns the artists: per book an arrow and its label, then the query's arrow and label.
     """
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.42, 0.9))
-    weights = np.full(library.n_books, 0.2) if weights is None else np.asarray(weights, dtype=float)
-    if weights.shape != (library.n_books,):
-        raise ValueError(f"weights must have shape ({library.n_books},) (one per book), "
-                         f"got {weights.shape}")
-    lws = weight_linewidth(weights)
+    if weights is not None:
+        weights = np.asarray(weights, dtype=float)
+        if weights.shape != (library.n_books,):
+            raise ValueError(f"weights must have shape ({library.n_books},) (one per book), "
+                             f"got {weights.shape}")
+    lws = np.full(library.n_books, KEY_LW)
     q = np.asarray(query, dtype=float)[:2]
     lim = 1.45 * max(np.abs(library.keys[:, :2]).max(), np.abs(q).max())
     ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal",
@@ -123,7 +117,8 @@ def plot_library(library, query, ax=None, weights=None, relayout=True):
         shrinkA=0, shrinkB=0, mutation_scale=14)))
     specs.append((q, 2.0, 7.0))
     labels = [("query", q, QUERY_COLOR, "bold")] + [
-        (f"{i}", key, KEY_COLOR, "normal") for i, key in enumerate(library.keys[:, :2])]
+        (f"{i}" if weights is None else f"{i}: {weights[i]:.2f}", key, KEY_COLOR, "normal")
+        for i, key in enumerate(library.keys[:, :2])]
     texts = _place_labels(ax, labels, specs, relayout=relayout)
     artists = []
     for arrow, text in zip(arrows[:-1], texts[1:]):
@@ -163,7 +158,7 @@ def numbered_titles(library) -> list:
 
 def library_and_weights(library, query, temperature=1.0, axes=None):
     """Which books does the query read, and how much? Two panels: the keys and the
-    query (arrow width = weight), and the weights as bars with the books' titles.
+    query (each key labelled with its weight), and the weights as bars with the books' titles.
 
     axes: two Axes, or None for a new figure one column wide. Returns the artists
     of ``plot_library`` followed by the BarContainer.
@@ -172,7 +167,7 @@ def library_and_weights(library, query, temperature=1.0, axes=None):
         _, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.42), layout="constrained",
                                gridspec_kw=dict(width_ratios=[1, 1.25]))
     w = soft_lookup(query, library, temperature)[1]
-    axes[0].set_title("keys and query (arrow width = weight)", fontsize=style.TITLE_PT)
+    axes[0].set_title("keys and query (book: weight)", fontsize=style.TITLE_PT)
     artists = plot_library(library, query, ax=axes[0], weights=w)
     artists.append(plot_weight_bars(w, numbered_titles(library), ax=axes[1],
                                     title=f"weights at temperature τ = {temperature:g}"))
@@ -181,7 +176,7 @@ def library_and_weights(library, query, temperature=1.0, axes=None):
 
 def library_small_multiples(library, query, temperatures, axes=None):
     """What does the temperature do? One library picture per temperature, each key
-    arrow as wide as its weight at that temperature (same 0..1 scale in every panel).
+    labelled with its weight at that temperature.
 
     axes: ``len(temperatures)`` Axes, or None for a new figure one column wide.
     Returns the list of artists (``artists[0].figure`` is the figure).

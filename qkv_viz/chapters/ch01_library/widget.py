@@ -64,6 +64,11 @@ class LibraryFigure(CanvasFigure):
         fig = Figure(figsize=style.figsize(1.0, 0.42), dpi=style.DPI, layout="constrained")
         axes = fig.subplots(1, 2, gridspec_kw=dict(width_ratios=[1, 1.25]))
         library_and_weights(self.library, np.asarray(self.query), self.temperature, axes=axes)
+        output = self.output
+        best = int(np.argmax(self.library.keys @ np.asarray(self.query)))
+        names = VALUE_AXES if len(output) == len(VALUE_AXES) else [f"value[{c}]" for c in range(len(output))]
+        fig.suptitle(f"hard lookup picks: {self.library.titles[best]}    soft lookup takes home: "
+                     + ", ".join(f"{x:.0%} {a}" for x, a in zip(output, names)), fontsize=style.TITLE_PT)
         return figure_png(fig)
 
 

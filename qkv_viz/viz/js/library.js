@@ -1,8 +1,8 @@
 // qkv-viz in-browser renderer, part 2: chapter 1's library (soft lookup with a temperature).
 //
 // From Python (once): the books' titles, keys (n_books, d_k) and values (n_books, d_v).
-// Here, for each step of the temperature or the query: scores = keys @ query (not
-// scaled, as in library.py), weights = stable softmax(scores / temperature),
+// Here, for each step of the temperature or the query: dot products = keys @ query (not
+// scaled, as in library.py), scores = dots / temperature, weights = stable softmax(scores),
 // output = weights @ values, and the pictures.
 
 const KEY_COLOUR = "#0072B2", QUERY_COLOUR = "#D55E00";
@@ -55,7 +55,7 @@ function render({model, el}) {
     lim *= 1.3;
     const box = {x: 40, y: 26, w: width - 56, h: height - 70};
     const X = (v) => box.x + box.w * (v + lim) / (2 * lim), Y = (v) => box.y + box.h * (lim - v) / (2 * lim);
-    text(ctx, "keys (blue, width = weight) and the query", box.x - 30, 16, {font: BOLD});
+    text(ctx, "keys (book: weight) and the query", box.x - 30, 16, {font: BOLD});
     ctx.strokeStyle = "#ddd";
     ctx.beginPath(); ctx.moveTo(X(-lim), Y(0)); ctx.lineTo(X(lim), Y(0)); ctx.moveTo(X(0), Y(-lim)); ctx.lineTo(X(0), Y(lim)); ctx.stroke();
     ctx.strokeStyle = "#444";
@@ -72,8 +72,8 @@ function render({model, el}) {
     };
     for (let b = 0; b < nBooks; b++) {
       const kx = keys[b * dK], ky = keys[b * dK + 1];
-      arrow(kx, ky, KEY_COLOUR, 0.8 + 7.2 * r.weights[b], []);
-      text(ctx, String(b), X(kx) + 6, Y(ky) - 6, {font: BOLD, colour: KEY_COLOUR});
+      arrow(kx, ky, KEY_COLOUR, 1.6, []);  // one width for every key: the weight is written at the tip
+      text(ctx, `${b}: ${r.weights[b].toFixed(2)}`, X(kx) + 6, Y(ky) - 6, {font: BOLD, colour: KEY_COLOUR});
     }
     arrow(s.query[0], s.query[1], QUERY_COLOUR, 2, [5, 3]);
     text(ctx, "query", X(s.query[0]) - 4, Y(s.query[1]) - 8, {align: "right", font: BOLD, colour: QUERY_COLOUR});

@@ -10,7 +10,7 @@ from qkv_viz import BERT_BASE, AttentionConfig, attention_flops, param_count  # 
 from qkv_viz.chapters.ch01_library.library import DEMO_QUERY, demo_library, soft_lookup  # noqa: E402
 from qkv_viz.chapters.ch01_library.figures import (library_and_weights,  # noqa: E402
                                                   library_small_multiples, plot_library,
-                                                  plot_weight_bars, weight_linewidth)
+                                                  plot_weight_bars, KEY_LW)
 from qkv_viz.viz import style  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
@@ -34,17 +34,19 @@ def test_static_pictures_draw_what_they_return():
     assert plot_weight_bars([0.5, 0.5], ["a", "b"]).patches[0].axes.get_xlim() == (0, 1)
 
 
-def test_arrow_width_encodes_the_weight_on_a_fixed_scale():
+def test_arrows_have_one_width_and_carry_their_weight_as_a_label():
     lib = demo_library()
     for t in (0.1, 1.0, 10.0):
         w = soft_lookup(DEMO_QUERY, lib, t)[1]
-        arrows = plot_library(lib, DEMO_QUERY, weights=w)[0:2 * lib.n_books:2]
+        artists = plot_library(lib, DEMO_QUERY, weights=w)
+        arrows, labels = artists[0:2 * lib.n_books:2], artists[1:2 * lib.n_books:2]
         lws = np.array([a.arrow_patch.get_linewidth() for a in arrows])
-        np.testing.assert_allclose(lws, weight_linewidth(w))
-        assert np.all(np.diff(lws[np.argsort(w)]) >= 0)  # more weight, wider arrow
-    assert weight_linewidth(0.0) < weight_linewidth(0.5) < weight_linewidth(1.0)
+        np.testing.assert_allclose(lws, KEY_LW)  # width no longer encodes the weight
+        assert [lab.get_text() for lab in labels] == [f"{j}: {x:.2f}" for j, x in enumerate(w)]
     colours = {a.arrow_patch.get_edgecolor()[:3] for a in arrows}
     assert colours == {to_rgb(style.KEY_COLOR)}
+    assert [a.get_text() for a in plot_library(lib, DEMO_QUERY)[1:2 * lib.n_books:2]] == \
+        [str(j) for j in range(lib.n_books)]
     with pytest.raises(ValueError, match="weights"):
         plot_library(lib, DEMO_QUERY, weights=[0.5, 0.5])
 

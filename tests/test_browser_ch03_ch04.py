@@ -107,7 +107,7 @@ def test_explorer_bars_take_the_colour_of_the_scaling():
         assert _share_of(off, style.UNSCALED_COLOR) > 0.002 and _share_of(off, style.SCALED_COLOR) < 0.0005
         assert fig.evaluate(NUMBERS_JS)["settings"]["scale"] is False
         readouts = fig.locator(".qkv-readouts").inner_text()
-        for name in ("max weight", "effective number of keys", "\u2016J\u2016_F", "entropy H"):
+        for name in ("max weight", "effective number of keys", "\u2016J\u2016 Frobenius", "entropy H"):
             assert name in readouts, (name, readouts)  # the page's names
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         fig.screenshot(path=str(ARTIFACTS / "ch04_explorer_unscaled.png"))

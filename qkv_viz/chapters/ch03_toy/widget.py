@@ -76,15 +76,28 @@ class ToyFigure(CanvasFigure):
         """``toy_steps`` of the scores and scaling on screen (the math core)."""
         return toy_steps(self.scores, self._v, self.d_k, self.scale)
 
-    def static_png(self) -> bytes:
+    def still(self) -> Figure:
+        """The picture on screen, drawn by matplotlib: the table of intermediates above the weights' bars."""
         st = self.steps
-        fig = Figure(figsize=style.figsize(0.5, 0.5), dpi=style.DPI, layout="constrained")
-        ax = fig.subplots()
-        ax.bar([f"key {j}" for j in range(st.weights.size)], st.weights, color=style.KEY_COLOR)
+        S = st.weights.size
+        fig = Figure(figsize=style.figsize(0.8, 0.62), dpi=style.DPI, layout="constrained")
+        top, ax = fig.subplots(2, 1, height_ratios=[1, 1.3])
+        top.axis("off")
+        cells = [[format_number(x) for x in np.ravel(getattr(st, attr))] for _, attr in _STAGES]
+        table = top.table(cellText=cells, rowLabels=[name for name, _ in _STAGES],
+                          colLabels=[f"key {j}" for j in range(S)], loc="center", cellLoc="right")
+        table.auto_set_font_size(False)
+        table.set_fontsize(style.FONT_PT - 1)
+        top.set_title(f"scale factor {st.factor:.3f}, sum of exp {format_number(st.total)}",
+                      fontsize=style.FONT_PT)
+        ax.bar([f"key {j}" for j in range(S)], st.weights, color=style.KEY_COLOR)
         for j, w in enumerate(st.weights):
             ax.text(j, w + 0.02, f"{w:.3f}", ha="center")
-        ax.set(ylim=(0, 1.1), ylabel="weight", title="weights of query 0 over the keys")
-        return figure_png(fig)
+        ax.set(ylim=(0, 1.15), ylabel="weight", title="the weights (from the shifted softmax)")
+        return fig
+
+    def static_png(self) -> bytes:
+        return figure_png(self.still())
 
 
 def toy_widget(scores=TOY_SCORES, v=TOY_V, d_k: int = 2):

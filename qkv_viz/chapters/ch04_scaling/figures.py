@@ -74,10 +74,17 @@ def diagnostics_figure(on: dict, off: dict):
                     label="scaled" if scaled else "unscaled")
         _log2_dk_axis(ax, d_ks)
         ax.set_title(title)
+    if "grad_norm_median" in on and "grad_norm_median" in off:
+        medians = [axes[2].plot(d_ks, r["grad_norm_median"], ":", marker="^" if scaled else "v", ms=4, lw=1.2,
+                                color=COLORS[scaled], label=f"median row, {'scaled' if scaled else 'unscaled'}")[0]
+                   for scaled, r in ((True, on), (False, off))]
+        axes[2].set_yscale("log")
+        axes[2].legend(handles=medians, loc="lower left")
     axes[0].set_yscale("log", base=2)
     axes[1].set_ylim(0, 1.02)
     axes[0].legend(loc="upper left")
-    fig.suptitle("Random attention rows against $d_k$, with and without $1/\\sqrt{d_k}$ (row means)")
+    fig.suptitle("Random attention rows against $d_k$, with and without $1/\\sqrt{d_k}$ "
+                 "(row means; dotted: the median row)")
     return fig
 
 
@@ -104,22 +111,22 @@ def score_histograms(dots_by_dk: dict, bins: int = 40):
 
     ``dots_by_dk`` maps d_k to the dot products q . k of random pairs (n,); each panel
     shows them as they are (unscaled) and divided by sqrt(d_k) (scaled), each in ``bins``
-    bins over +-4 of its std, on one x-axis shared by every panel, its std in the legend.
+    bins over +-4 of its std, each panel on its own x-range (+-4 std of its wider set),
+    its std in the legend.
     """
     if not dots_by_dk:
         raise ValueError("dots_by_dk must map at least one d_k to its dot products")
-    reach = 4 * max(float(np.std(v)) for v in dots_by_dk.values())  # 4 std of the widest: nearly all
     fig, axes = plt.subplots(1, len(dots_by_dk), figsize=style.figsize(1.0, 0.32), constrained_layout=True,
-                             sharex=True, squeeze=False)
+                             squeeze=False)
     for ax, (d_k, dots) in zip(axes[0], dots_by_dk.items()):
         dots = np.asarray(dots, dtype=float)
+        reach = 4 * max(dots.std(), dots.std() / np.sqrt(d_k))     # 4 std of the wider set: nearly all
         for scaled, values in ((False, dots), (True, dots / np.sqrt(d_k))):
             ax.hist(values, bins=np.linspace(-4, 4, bins + 1) * values.std(), density=True, alpha=0.75 if scaled else 0.6, color=COLORS[scaled],
                     label=f"{'scaled' if scaled else 'unscaled'}: std {values.std():.2f}")
         ax.set_title(f"$d_k$ = {d_k}")
         ax.set_xlim(-reach, reach)
         ax.set_xlabel("score")
-        ax.set_yticks([])
         ax.legend(loc="upper right")
     axes[0, 0].set_ylabel("how often (density)")
     return fig

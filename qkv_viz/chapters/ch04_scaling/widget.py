@@ -49,12 +49,12 @@ METRIC_LABELS = {  # the same words as explorer.js's menu and as chapter 4's pag
     "effective_tokens": "effective number of keys (row mean)",
     "entropy": "entropy H, nats (row mean)",
     "score_std": "score spread, row std (row mean)",
-    "grad_norm": "\u2016J\u2016_F (row mean)",
+    "grad_norm": "\u2016J\u2016 Frobenius (row mean)",
 }
 POSITIVE, NEGATIVE = "#B2182B", "#2166AC"  # scores: the ends of style.SCORES_CMAP (as explorer.js)
 READOUT_LABELS = {  # the readout table's row names (explorer.js's drawReadouts)
     "score_std": "score spread (std)", "max_weight": "max weight", "entropy": "entropy H (nats)",
-    "effective_tokens": "effective number of keys", "grad_norm": "\u2016J\u2016_F",
+    "effective_tokens": "effective number of keys", "grad_norm": "\u2016J\u2016 Frobenius",
 }
 
 

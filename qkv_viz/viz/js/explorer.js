@@ -13,7 +13,7 @@ const POSITIVE = "#B2182B", NEGATIVE = "#2166AC";   // scores: the ends of style
 const METRIC_LABELS = {
   max_weight: "max weight (row mean)", effective_tokens: "effective number of keys (row mean)",
   entropy: "entropy H, nats (row mean)", score_std: "score spread, row std (row mean)",
-  grad_norm: "\u2016J\u2016_F (row mean)",
+  grad_norm: "\u2016J\u2016 Frobenius (row mean)",
 };
 
 // Unscaled q . k for every d_k of dks, one pass over the columns: dots[t] is (n, n).
@@ -255,7 +255,7 @@ function render({model, el}) {
       ["max weight", m.max_weight.toFixed(3), r.max_weight.toFixed(3)],
       ["entropy H (nats)", m.entropy.toFixed(3), r.entropy.toFixed(3)],
       ["effective number of keys", `${m.effective_tokens.toFixed(2)} of ${n}`, r.effective_tokens.toFixed(2)],
-      ["\u2016J\u2016_F", fmt(m.grad_norm), fmt(r.grad_norm)],
+      ["\u2016J\u2016 Frobenius", fmt(m.grad_norm), fmt(r.grad_norm)],
     ];
     if (n > HS) rows.push(["heatmap shows", `1 in ~${Math.round(n / HS)} rows/cols`, ""]);
     readouts.replaceChildren(...rows.map((cells, i) => h("tr", {}, cells.map((c, j) =>

@@ -57,3 +57,14 @@ def test_table_formats_big_numbers_and_overflow_like_the_browser():
     if node_path() is not None:  # the browser's cells are the same strings
         got = run_js(module_source("toy.js"), "return [4.113, 2262708765584501.5, Infinity].map(formatNumber);")
         assert got == ["4.113", "2.26e+15", "inf (overflow)"]
+
+
+def test_still_shows_the_table_of_intermediates_with_the_overflow():
+    from qkv_viz.chapters.ch03_toy.widget import toy_widget
+    fig = toy_widget([2.0, 1100.0, 1098.0]).still()
+    table = fig.axes[0].tables[0]
+    texts = [c.get_text().get_text() for c in table.get_celld().values()]
+    assert "exp(scores)" in texts and "inf (overflow)" in texts and "1100.000" in texts
+    bars = [p.get_height() for p in fig.axes[1].patches]
+    np.testing.assert_allclose(bars, [0.0, 1 / (1 + np.exp(-2 / np.sqrt(2))), 1 / (1 + np.exp(2 / np.sqrt(2)))],
+                               atol=1e-12)

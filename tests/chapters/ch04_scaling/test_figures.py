@@ -51,6 +51,9 @@ def test_curve_figures_plot_given_values():
     off = scaling.diagnostics_vs_dk([1, 8, 64], T=8, S=8, scale=False)
     fig = figures.diagnostics_figure(on, off)
     np.testing.assert_array_equal(fig.axes[1].lines[1].get_ydata(), off["max_weight"])
+    on["grad_norm_median"], off["grad_norm_median"] = on["grad_norm"] / 2, off["grad_norm"] / 3
+    fig = figures.diagnostics_figure(on, off)                    # the median row drawn beside the mean
+    np.testing.assert_array_equal(fig.axes[2].lines[3].get_ydata(), off["grad_norm_median"])
     assert all(f.get_size_inches()[0] <= style.COLUMN_WIDTH for f in map(plt.figure, plt.get_fignums()))
 
 
@@ -63,5 +66,8 @@ def test_score_histograms_show_both_versions_with_their_std():
     labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
     assert labels[0] == f"unscaled: std {dots[512].std():.2f}"
     assert labels[1] == f"scaled: std {(dots[512] / np.sqrt(512)).std():.2f}"
+    # each panel its own x-range: the d_k = 4 panel is not squeezed to the d_k = 512 one's
+    assert fig.axes[0].get_xlim()[1] == pytest.approx(4 * dots[4].std())
+    assert fig.axes[1].get_xlim()[1] == pytest.approx(4 * dots[512].std())
     with pytest.raises(ValueError, match="dots_by_dk"):
         score_histograms({})

@@ -208,3 +208,4 @@ def test_unequal_scores_and_the_row_normalisation_make_the_asymmetry(model, trac
     w_same = softmax(same)
     np.testing.assert_allclose(same, same.T, atol=1e-12)
     assert abs(w_same[i, j] - w_same[j, i]) > 0.1  # "the weights do not" become symmetric
+    assert np.argmax(same[i]) == i and np.argmax(same[j]) == j  # "both rows peak on the token itself"

@@ -2,7 +2,7 @@
 
 The chapter runs clean (no error output, console error or outside request); the generation
 stepper answers its controls (slider, next-token button, query head, K/V heads) and the
-numbers it draws equal the math core's; reopened without running, it shows a live figure
+words, weights and logits it draws equal the math core's; reopened without running, it shows a live figure
 or its picture, never "model not found". (tests/test_site_ch11.py: the web edition.)
 Needs Chromium and Playwright, like tests/test_browser.py.
 """
@@ -23,22 +23,24 @@ pytestmark = pytest.mark.browser
 CHAPTER = "11_generating_text.ipynb"
 FIG = ".qkv-generation"
 READ_JS = """(node) => { const q = node.closest('.qkv-generation').parentElement.qkv;
-  return {settings: q.settings, weights: Array.from(q.weights), cache_numbers: q.cache_numbers}; }"""
+  return {settings: q.settings, words: q.words, weights: Array.from(q.weights), logits: Array.from(q.logits),
+          cache_numbers: q.cache_numbers}; }"""
 
 
 def expected(step: int, head: int, n_kv: int) -> dict:
     """What the figure must show for these settings, computed by the math core."""
     from qkv_viz.chapters.ch11_generation.widget import generation_widget
-    w = generation_widget(step=step, n_kv_heads=n_kv)
-    w.head = head
-    return {"weights": w.weights, "cache_numbers": w.cache_numbers}
+    w = generation_widget(step=step, head=head, n_kv_heads=n_kv)
+    return {"words": w.words, "weights": w.weights, "logits": w.logits, "cache_numbers": w.cache_numbers}
 
 
 def assert_matches_core(fig) -> dict:
     got = fig.evaluate(READ_JS)
     s = got["settings"]
     want = expected(s["step"], s["head"], s["n_kv_heads"])
+    assert got["words"] == want["words"], s
     np.testing.assert_allclose(got["weights"], want["weights"], rtol=0, atol=1e-12, err_msg=str(s))
+    np.testing.assert_allclose(got["logits"], want["logits"], rtol=0, atol=1e-12, err_msg=str(s))
     assert got["cache_numbers"] == want["cache_numbers"], s
     return s
 
@@ -48,25 +50,27 @@ def drive(page, fig) -> None:
     canvas = fig.locator("canvas").first
     fig.scroll_into_view_if_needed()
     start = assert_matches_core(fig)
-    assert start == {"step": 2, "head": 0, "n_kv_heads": 4}, start
+    assert start == {"step": 4, "head": 1, "n_kv_heads": 2}, start
     before = canvas.screenshot()
     fig.locator(".qkv-gen-next").click()
-    assert assert_matches_core(fig)["step"] == 3
+    assert assert_matches_core(fig)["step"] == 5
     assert canvas.screenshot() != before, "the next-token button did not redraw"
     slider = fig.locator(".qkv-gen-step")
     slider.focus()
     page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowRight")
-    assert assert_matches_core(fig)["step"] == 5
+    assert assert_matches_core(fig)["step"] == 6
+    assert "the cat sat on the mat [.]" in fig.locator(".qkv-gen-readout").inner_text()
     numbers = {}
-    for n_kv in ("4", "2", "1"):
+    for n_kv in ("2", "1"):
         fig.locator(".qkv-gen-kv").select_option(n_kv)
         numbers[n_kv] = fig.evaluate(READ_JS)["cache_numbers"]
         assert_matches_core(fig)
-    assert numbers == {"4": 192, "2": 96, "1": 48}, numbers
-    assert "multi-head attention: 192, 4" in fig.locator(".qkv-gen-readout").inner_text()
-    fig.locator(".qkv-gen-head").select_option("3")
-    assert assert_matches_core(fig) == {"step": 5, "head": 3, "n_kv_heads": 1}
+    # 1 K/V head: averaged keys and values, a different (shorter) sentence; the step stays in it
+    assert fig.evaluate(READ_JS)["words"] == ["the", "cat", "sat", "on", "mat", "."]
+    assert numbers == {"2": 2 * 7 * 2 * 6, "1": 2 * 6 * 1 * 6}, numbers
+    assert "multi-head attention: 144, 2" in fig.locator(".qkv-gen-readout").inner_text()
+    fig.locator(".qkv-gen-head").select_option("0")
+    assert assert_matches_core(fig) == {"step": 5, "head": 0, "n_kv_heads": 1}
     fig.locator(".qkv-gen-next").click()            # past the last token: back to token 0
     assert assert_matches_core(fig)["step"] == 0
 

@@ -187,19 +187,19 @@ def check_llama2_70b_cache(answer) -> Feedback:
 # ---------------------------------------------------------------- exercise 4: the mask and the cache
 def check_bidirectional_cache(answer) -> Feedback:
     """Exercise 4: a bidirectional encoder (BERT: no causal mask) gets one more token. Which of the
-    old tokens' keys and values are still right? "a" all layers', "b" only layer 1's, "c" none."""
+    old tokens' keys and values are still right? "a" all layers', "b" only layer 0's (layers numbered from 0), "c" none."""
     if answer is None:
         return no_answer()
     a = str(answer).strip().lower().strip("()")
     if a not in CHOICES:
         return Feedback(False, f"Answer with one of {CHOICES}.")
     if a == "b":
-        return Feedback(True, "Layer 1 projects each token's own input vector, which the new token does not "
-                              "touch. Without the causal mask every old token's layer-1 output now mixes in the "
-                              "new token, so from layer 2 on its keys and values change: an encoder must run "
+        return Feedback(True, "Layer 0 projects each token's own input vector, which the new token does not "
+                              "touch. Without the causal mask every old token's layer-0 output now mixes in the "
+                              "new token, so from layer 1 on its keys and values change: an encoder must run "
                               "the whole sequence again.")
     if a == "a":
-        return Feedback(False, "An old token's layer-1 output is a weighted sum over the tokens it may "
+        return Feedback(False, "An old token's layer-0 output is a weighted sum over the tokens it may "
                                "see. Without a causal mask, which tokens are those now?")
-    return Feedback(False, "Layer 1's keys and values are x W_k and x W_v of each token's own input. "
+    return Feedback(False, "Layer 0's keys and values are x W_k and x W_v of each token's own input. "
                            "Does appending a token change an old token's input vector?")

@@ -1,4 +1,4 @@
-"""Chapter 11's toy sentence, its layer, the published model configurations, and timing.
+"""Chapter 11's hand-built writer, its random layers, the published model configurations, and timing.
 
 Everything numeric the chapter prints comes from here or from ``qkv_viz.core.kv_cache``.
 """
@@ -9,11 +9,51 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qkv_viz.core.kv_cache import GQAParams, group_kv_heads, init_gqa_params, kv_cache_bytes
-from qkv_viz.core.validate import as_rng, positive_int
+from qkv_viz.core.kv_cache import GQAParams, causal_self_attention, group_kv_heads, init_gqa_params, kv_cache_bytes
+from qkv_viz.core.validate import as_array, as_rng, positive_int
 
 SENTENCE = ("the", "cat", "sat", "on", "the", "mat")
 D_MODEL, N_HEADS = 16, 4
+VOCAB = ("the", "cat", "sat", "on", "mat", ".")
+PROMPT = ("the", "cat")
+
+
+def hand_built_model():
+    """The chapter's writer (its cell builds the same arrays on the page): one-hot embeddings E
+    (6, 6) and one layer of two heads (``GQAParams``, d_k = 6). Head 0: each query finds its own
+    key, whose value is the next word's embedding; head 1: "the" looks for "on", whose value
+    says "mat, not cat". From the prompt "the cat" it writes "the cat sat on the mat ."."""
+    ID = {w: i for i, w in enumerate(VOCAB)}
+    E = np.eye(len(VOCAB))                                   # (V, d_model) = (6, 6)
+    follows = ["cat", "sat", "on", "the", ".", "."]
+    W_q, W_k, W_v = np.zeros((3, 6, 12))                     # (d_model, H d_k)
+    W_q[:, :6], W_k[:, :6] = 20 * np.eye(6), np.eye(6)
+    W_v[:, :6] = E[[ID[w] for w in follows]]
+    W_q[ID["the"], 6 + ID["on"]] = 20
+    W_k[:, 6:] = np.eye(6)
+    W_v[ID["on"], 6:] = 2 * (E[ID["mat"]] - E[ID["cat"]])
+    W_o = np.vstack([np.eye(6), np.eye(6)])                  # (H d_k, d_model): adds the heads
+    return E, GQAParams(W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=2, n_kv_heads=2)
+
+
+def write(E, params: GQAParams, vocab, prompt, stop: str = ".", max_tokens: int = 10):
+    """Generate greedily: tokens so far -> causal layer -> last output @ E.T -> argmax, appended,
+    until ``stop`` or ``max_tokens``. Returns (words, weights (H, T, T), logits (T, V)); row t of
+    logits is token t's output @ E.T (its choice of token t+1). The causal pass over the prefix
+    equals the cached steps (the chapter checks it), so each row is what its step computed."""
+    E = as_array("E", E, ndim=2)
+    if len(vocab) != len(E):
+        raise ValueError(f"E has {len(E)} rows but vocab has {len(vocab)} words")
+    ids = {w: i for i, w in enumerate(vocab)}
+    words = [str(w) for w in prompt]
+    if not words or any(w not in ids for w in words):
+        raise ValueError(f"prompt must be a non-empty list of words of vocab {list(vocab)}, got {list(prompt)}")
+    while True:
+        out, weights = causal_self_attention(E[[ids[w] for w in words]], params)  # (T, d_model), (H, T, T)
+        logits = out @ E.T                                   # (T, d_model) @ (d_model, V) -> (T, V)
+        if words[-1] == stop or len(words) >= max_tokens:
+            return words, weights, logits
+        words.append(vocab[int(np.argmax(logits[-1]))])
 
 
 def toy_layer(d_model: int = D_MODEL, n_heads: int = N_HEADS, seed: int = 11):

@@ -36,7 +36,7 @@ def llama2_70b_cache():
 
 
 def bidirectional_cache():
-    """Exercise 4. Only layer 1's: its K and V are projections of each token's own input vector.
-    From layer 2 on they are projections of layer-1 outputs, and without a causal mask each old
+    """Exercise 4. Only layer 0's: its K and V are projections of each token's own input vector.
+    From layer 1 on they are projections of layer-0 outputs, and without a causal mask each old
     token's output is a weighted sum that now includes the new token."""
     return "b"

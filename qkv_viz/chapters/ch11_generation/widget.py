@@ -1,10 +1,11 @@
-"""Chapter 11's generation stepper: one token per step, the K and V caches growing, the new
-query's row of weights, and a control for how many K/V heads the query heads share.
+"""Chapter 11's generation stepper: the page's hand-built model writes its sentence one token
+per step; the K and V caches grow, the new query's row of weights fills the causal matrix, and
+the new token's logits choose the next word. A control for how many K/V heads the two query
+heads share (2: multi-head, 1: multi-query, keys and values averaged).
 
-Drawn in the browser (``qkv_viz/viz/js/generation.js``): Python sends the token vectors
-and the layer's multi-head projections once; the page computes the grouped K/V
-projections (``qkv_viz.core.kv_cache.group_kv_heads``), the caches and the weights for
-every setting, so every control works without a kernel.
+Drawn in the browser (``qkv_viz/viz/js/generation.js``): Python sends the embeddings and the
+layer's projections once; the page runs the generation loop (argmax of output @ E.T, appended
+and fed back) for every setting, so every control works without a kernel.
 """
 from __future__ import annotations
 
@@ -12,69 +13,93 @@ import numpy as np
 import traitlets
 from matplotlib.figure import Figure
 
-from qkv_viz.chapters.ch11_generation.generation import SENTENCE, shared_kv, toy_layer
-from qkv_viz.core.kv_cache import GQAParams, causal_self_attention, generate
+from qkv_viz.chapters.ch11_generation.generation import PROMPT, VOCAB, hand_built_model, shared_kv, write
+from qkv_viz.core.kv_cache import GQAParams, generate
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
 from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
 
 
 class GenerationFigure(CanvasFigure):
-    """Step through a sentence; the K/V caches, the new query's weights, the causal matrix.
+    """Step through a greedy generation; the K/V caches, the new query's weights, its logits.
 
-    Traits: ``tokens``, ``T``, ``d_model``, ``n_heads``; ``x`` (T x d_model), ``W_q``,
-    ``W_k``, ``W_v`` (d_model x n_heads d_k, multi-head) as float64 buffers; ``step``
-    (the new token, 0..T-1), ``head`` (query head shown), ``n_kv_heads`` (a divisor of
-    n_heads). CSS classes: ``qkv-generation``, ``qkv-gen-step`` (slider), ``qkv-gen-next``
-    (button), ``qkv-gen-head``, ``qkv-gen-kv`` (selects), ``qkv-gen-map`` (canvas),
-    ``qkv-gen-readout``.
+    Traits: ``vocab``, ``prompt`` (word ids), ``stop`` (id ending the sentence), ``max_tokens``,
+    ``d_model``, ``n_heads``; ``E`` (V x d_model), ``W_q``, ``W_k``, ``W_v`` (d_model x n_heads d_k,
+    multi-head), ``W_o`` as float64 buffers; ``step`` (the new token), ``head`` (query head shown),
+    ``n_kv_heads`` (a divisor of n_heads). CSS classes: ``qkv-generation``, ``qkv-gen-step``
+    (slider), ``qkv-gen-next`` (button), ``qkv-gen-head``, ``qkv-gen-kv`` (selects),
+    ``qkv-gen-map`` (canvas), ``qkv-gen-readout``.
     """
 
     _esm = module_source("generation.js")
-    tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    T = traitlets.Int(1).tag(sync=True)
+    vocab = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    prompt = traitlets.List(traitlets.Int()).tag(sync=True)
+    stop = traitlets.Int(-1).tag(sync=True)
+    max_tokens = traitlets.Int(10).tag(sync=True)
     d_model = traitlets.Int(1).tag(sync=True)
     n_heads = traitlets.Int(1).tag(sync=True)
-    x = traitlets.Bytes(b"").tag(sync=True)
+    E = traitlets.Bytes(b"").tag(sync=True)
     W_q = traitlets.Bytes(b"").tag(sync=True)
     W_k = traitlets.Bytes(b"").tag(sync=True)
     W_v = traitlets.Bytes(b"").tag(sync=True)
+    W_o = traitlets.Bytes(b"").tag(sync=True)
     step = traitlets.Int(0).tag(sync=True)
     head = traitlets.Int(0).tag(sync=True)
     n_kv_heads = traitlets.Int(1).tag(sync=True)
 
-    def __init__(self, x, params: GQAParams, tokens, step: int = 0, n_kv_heads: int | None = None):
-        self._x = as_array("x", x, ndim=2)
+    def __init__(self, vocab, E, params: GQAParams, prompt, step: int = 0, head: int = 0,
+                 n_kv_heads: int | None = None, stop: str = ".", max_tokens: int = 10):
+        self._E = as_array("E", E, ndim=2)
         if not isinstance(params, GQAParams) or params.n_kv_heads != params.n_heads:
             raise ValueError("params must be a multi-head GQAParams (n_kv_heads == n_heads); "
                              "the figure shares the K/V heads itself")
-        if len(tokens) != len(self._x):
-            raise ValueError(f"x has {len(self._x)} rows (tokens) but got {len(tokens)} token labels")
-        self._params = params
+        if len(vocab) != len(self._E) or self._E.shape[1] != params.W_q.shape[0]:
+            raise ValueError(f"E {self._E.shape} needs one row per word of vocab ({len(vocab)}) and "
+                             f"d_model = {params.W_q.shape[0]} columns")
+        self._vocab, self._params, self._stop, self._max = [str(w) for w in vocab], params, stop, int(max_tokens)
+        self._prompt = [str(w) for w in prompt]
         H = params.n_heads
         n_kv_heads = H if n_kv_heads is None else int(n_kv_heads)
         if n_kv_heads < 1 or H % n_kv_heads:
             raise ValueError(f"n_kv_heads must divide n_heads={H}, got {n_kv_heads}")
-        if not 0 <= int(step) < len(self._x):
-            raise ValueError(f"step must lie in 0..{len(self._x) - 1}, got {step}")
-        super().__init__(tokens=[str(t) for t in tokens], T=len(self._x), d_model=self._x.shape[1],
-                         n_heads=H, x=f64_bytes(self._x), W_q=f64_bytes(params.W_q),
-                         W_k=f64_bytes(params.W_k), W_v=f64_bytes(params.W_v), step=int(step),
-                         head=0, n_kv_heads=n_kv_heads)
+        if not 0 <= int(head) < H:
+            raise ValueError(f"head must lie in 0..{H - 1}, got {head}")
+        T = len(write(self._E, shared_kv(params, n_kv_heads), self._vocab, self._prompt, stop, max_tokens)[0])
+        if not 0 <= int(step) < T:
+            raise ValueError(f"step must lie in 0..{T - 1} (the sentence has {T} tokens), got {step}")
+        ids = {w: i for i, w in enumerate(self._vocab)}
+        super().__init__(vocab=self._vocab, prompt=[ids[w] for w in self._prompt], stop=ids.get(stop, -1),
+                         max_tokens=self._max, d_model=self._E.shape[1], n_heads=H, E=f64_bytes(self._E),
+                         W_q=f64_bytes(params.W_q), W_k=f64_bytes(params.W_k), W_v=f64_bytes(params.W_v),
+                         W_o=f64_bytes(params.W_o), step=int(step), head=int(head), n_kv_heads=n_kv_heads)
 
     def _layer(self) -> GQAParams:
         return shared_kv(self._params, self.n_kv_heads)
 
+    def run(self):
+        """(words, weights (H, T, T), logits (T, V)) for the current K/V heads (``write``)."""
+        return write(self._E, self._layer(), self._vocab, self._prompt, self._stop, self._max)
+
+    @property
+    def words(self) -> list:
+        return self.run()[0]
+
     @property
     def weights(self) -> np.ndarray:
-        """The new query's weights on screen, (step+1,): head ``head``, computed by the core."""
-        _, w = causal_self_attention(self._x[:self.step + 1], self._layer())  # (H, t+1, t+1)
-        return w[self.head, -1]
+        """The new query's weights on screen, (step+1,): head ``head``."""
+        return self.run()[1][self.head, self.step, :self.step + 1]
+
+    @property
+    def logits(self) -> np.ndarray:
+        """The new token's output @ E.T, (V,): its argmax is the next word."""
+        return self.run()[2][self.step]
 
     @property
     def cache(self):
         """The ``KVCache`` after ``step`` (tokens 0..step), computed by the core."""
-        return generate(self._x[:self.step + 1], self._layer())[1]
+        ids = {w: i for i, w in enumerate(self._vocab)}
+        x = self._E[[ids[w] for w in self.words[:self.step + 1]]]
+        return generate(x, self._layer())[1]
 
     @property
     def cache_numbers(self) -> int:
@@ -83,52 +108,66 @@ class GenerationFigure(CanvasFigure):
         return c.k.size + c.v.size
 
     def static_png(self) -> bytes:
-        """The step on screen, as the live figure draws it: the new query's row of weights (outlined)
-        in the causal matrix, the K and V caches with the row this step appended (outlined), the
-        new query (all heads, never cached), each with a colour bar."""
+        """The step on screen, as the live figure draws it: the new query's row of weights
+        (outlined) in the causal matrix, the K and V caches (one block of columns per K/V head,
+        a column per embedding dimension = word) with this step's row outlined, and the logits'
+        choice in the title."""
         from matplotlib.patches import Rectangle
-        t, hd, H, Hkv, T = self.step, self.head, self.n_heads, self.n_kv_heads, self.T
-        layer = self._layer()
-        _, w = causal_self_attention(self._x, layer)                # (H, T, T): row i = step i's weights
-        w = np.where((np.arange(T)[:, None] <= t) & np.tri(T, dtype=bool), w[hd], np.nan)  # future: blank
-        cache = generate(self._x[:t + 1], layer)[1]                 # k, v: (H_kv, t+1, d_k)
-        q = self._x[t] @ layer.W_q                                  # (H d_k,): the new query, all heads
-        k, v = (a.swapaxes(0, 1).reshape(t + 1, -1) for a in (cache.k, cache.v))  # (t+1, H_kv d_k)
-        lim = float(max(np.abs(a).max() for a in (k, v, q)))
-        fig = Figure(figsize=style.figsize(1.0, 0.55), dpi=style.DPI, layout="constrained")
-        grid = fig.add_gridspec(2, 3, height_ratios=(T, 1.6), width_ratios=(1.4, 1, 1))
-        ax_w = fig.add_subplot(grid[0, 0])
+        t, hd, Hkv = self.step, self.head, self.n_kv_heads
+        words, weights, logits = self.run()
+        T, layer = len(words), self._layer()
+        w = np.where((np.arange(T)[:, None] <= t) & np.tri(T, dtype=bool), weights[hd], np.nan)
+        c = self.cache
+        k, v = (a.swapaxes(0, 1).reshape(t + 1, -1) for a in (c.k, c.v))   # (t+1, H_kv d_k)
+        lim = float(max(np.abs(k).max(), np.abs(v).max()))
+        fig = Figure(figsize=style.figsize(1.0, 0.5), dpi=style.DPI, layout="constrained")
+        grid = fig.add_gridspec(1, 3, width_ratios=(1.1, 1, 1))
+        ax_w = fig.add_subplot(grid[0])
         im_w = ax_w.imshow(w, cmap=style.WEIGHTS_CMAP, vmin=0, vmax=1)
         for i, j in zip(*np.nonzero(np.isfinite(w))):
-            ax_w.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=7,
+            ax_w.text(j, i, f"{w[i, j]:.2f}".replace("0.", "."), ha="center", va="center", fontsize=7,
                       color="black" if w[i, j] > 0.6 else "white")
         ax_w.set(title=f"weights, head {hd}", xticks=range(T), yticks=range(T),
-                 xticklabels=self.tokens, yticklabels=self.tokens, xlabel="key", ylabel="query")
-        fig.colorbar(im_w, ax=ax_w, label=style.WEIGHTS_LABEL, shrink=0.8)
+                 xticklabels=words, yticklabels=words, xlabel="key", ylabel="query (new token)")
+        ax_w.tick_params(axis="x", labelrotation=90)
+        fig.colorbar(im_w, ax=ax_w, label=style.WEIGHTS_LABEL, shrink=0.6)
         ax_w.add_patch(Rectangle((-0.5, t - 0.5), t + 1, 1, fill=False, edgecolor=style.QUERY_COLOR, lw=2.5))
-        im, cache_axes = None, []
+        im, axes = None, []
+        dk = layer.d_k
         for col, (name, a) in enumerate((("K", k), ("V", v)), start=1):
-            ax = fig.add_subplot(grid[0, col])
-            cache_axes.append(ax)
+            ax = fig.add_subplot(grid[col])
+            axes.append(ax)
             full = np.full((T, a.shape[1]), np.nan)
             full[:t + 1] = a
             im = ax.imshow(full, cmap=style.SCORES_CMAP, vmin=-lim, vmax=lim, aspect="auto")
-            ax.add_patch(Rectangle((-0.5, t - 0.5), a.shape[1], 1, fill=False, edgecolor=style.QUERY_COLOR, lw=2.5, zorder=3))
+            for i, j in zip(*np.nonzero(np.abs(np.nan_to_num(full)) > 1e-9)):
+                ax.text(j, i, f"{full[i, j]:g}", ha="center", va="center", fontsize=6)
+            ax.add_patch(Rectangle((-0.5, t - 0.5), a.shape[1], 1, fill=False, edgecolor=style.QUERY_COLOR,
+                                   lw=2.5, zorder=3))
             for g in range(1, Hkv):
-                ax.axvline(g * layer.d_k - 0.5, color="white", lw=2)
-            ax.set(title=f"{name} cache ({Hkv} K/V head{'s' if Hkv > 1 else ''})",
-                   yticks=range(T), yticklabels=self.tokens, xticks=[])
-        ax_q = fig.add_subplot(grid[1, 1:])
-        ax_q.imshow(q[None], cmap=style.SCORES_CMAP, vmin=-lim, vmax=lim, aspect="auto")
-        for g in range(1, H):
-            ax_q.axvline(g * layer.d_k - 0.5, color="white", lw=2)
-        ax_q.set(xticks=[], yticks=[], title=f'query of "{self.tokens[t]}" ({H} heads): used, never cached')
-        fig.colorbar(im, ax=cache_axes + [ax_q], label="entries of K, V, q", shrink=0.8)
-        fig.suptitle(f'step {t}: "{self.tokens[t]}" adds row {t} (outlined) to the weights and to each cache')
+                ax.axvline(g * dk - 0.5, color="black", lw=1.5)
+            ax.set_xticks(range(a.shape[1]), self._vocab * Hkv, rotation=90, fontsize=6)
+            for g in range(Hkv):
+                ax.text((g + 0.5) * dk - 0.5, -0.6, f"K/V head {g}", ha="center", va="bottom", fontsize=7)
+            ax.set_title(f"{name} cache", pad=14)
+            ax.set(yticks=range(T), yticklabels=words)
+        fig.colorbar(im, ax=axes, label="entries of K, V", shrink=0.6)
+        lg = ", ".join(f"{word} {x:.2f}" for word, x in zip(self._vocab, logits[t]))
+        nxt = f'next: "{self._vocab[int(np.argmax(logits[t]))]}"' if t < T - 1 else "the sentence ends"
+        fig.suptitle(f'step {t}: "{words[t]}" adds row {t} (outlined); its logits {lg} -> {nxt}', fontsize=8)
         return figure_png(fig)
 
 
-def generation_widget(step: int = 0, n_kv_heads: int | None = None):
-    """The stepper on the chapter's sentence and layer (see :class:`GenerationFigure`)."""
-    x, params = toy_layer()
-    return GenerationFigure(x, params, SENTENCE, step=step, n_kv_heads=n_kv_heads)
+def generation_widget(E=None, projections=None, n_heads: int = 2, vocab=VOCAB, prompt=PROMPT,
+                      step: int = 0, head: int = 0, n_kv_heads: int | None = None):
+    """The stepper on a model: embeddings E (V, d_model) and projections (W_q, W_k, W_v, W_o) of
+    ``n_heads`` heads; default: the chapter's hand-built writer (see :class:`GenerationFigure`)."""
+    if (E is None) != (projections is None):
+        raise ValueError("give both E and projections (W_q, W_k, W_v, W_o), or neither (the chapter's model)")
+    if E is None:
+        E, params = hand_built_model()
+    else:
+        if len(projections) != 4:
+            raise ValueError(f"projections must be (W_q, W_k, W_v, W_o), got {len(projections)} arrays")
+        params = GQAParams(*projections, n_heads=n_heads, n_kv_heads=n_heads)
+    return GenerationFigure(vocab, E, params, prompt, step=step, head=head, n_kv_heads=n_kv_heads)

@@ -1,13 +1,13 @@
 // qkv-viz in-browser renderer, part 2: chapter 11's generation stepper.
 //
-// From Python (once): the sentence's token vectors x (T x d_model) and the layer's
-// multi-head projections W_q, W_k, W_v (d_model x H d_k). Here, for each change:
-// K/V heads = the mean of each group's W_k and W_v columns (qkv_viz.core.kv_cache.
-// group_kv_heads), K = x W_k and V = x W_v for the tokens generated so far (the cache),
-// q = x_t W_q for the new token only, and query head h reads K/V head h / (H / H_kv):
-// weights = softmax(q . k / sqrt(d_k)) over tokens 0..t (no mask needed: the cache holds
-// only the past). The rows of earlier steps are what those steps computed: the causal
-// matrix fills one row per step.
+// From Python (once): the embeddings E (V x d_model) and the layer's multi-head projections
+// W_q, W_k, W_v (d_model x H d_k), W_o (H d_k x d_model), the prompt's word ids and the stop
+// word. Here, for each K/V-heads setting, the generation loop itself: K/V heads = the mean of
+// each group's W_k and W_v columns (qkv_viz.core.kv_cache.group_kv_heads); step t projects
+// token t only (q, and one new row of the K and V caches), query head h reads K/V head
+// h / (H / H_kv): weights = softmax(q . k / sqrt(d_k)) over tokens 0..t (no mask: the cache
+// holds only the past); output = heads @ W_o; logits = output @ E^T; after the prompt the
+// argmax is appended and fed back (qkv_viz.chapters.ch11_generation.generation.write).
 
 // (rows x inner) @ (inner x cols) -> rows x cols, all flat and row-major
 function matmul(a, b, rows, inner, cols) {
@@ -33,27 +33,51 @@ function groupHeads(W, d, H, Hkv, dh) {
   return out;
 }
 
-// Everything the figure shows for K/V heads Hkv: q (T x H dh), K and V (T x Hkv dh) and the
-// causal weights of every head (H x T x T, zero above the diagonal).
-function generationState(x, Wq, Wk, Wv, T, d, H, Hkv, dh) {
-  const q = matmul(x, Wq, T, d, H * dh);
-  const k = matmul(x, groupHeads(Wk, d, H, Hkv, dh), T, d, Hkv * dh);
-  const v = matmul(x, groupHeads(Wv, d, H, Hkv, dh), T, d, Hkv * dh);
-  const weights = new Float64Array(H * T * T), rep = H / Hkv, scale = 1 / Math.sqrt(dh);
-  for (let hh = 0; hh < H; hh++) {
-    const g = Math.floor(hh / rep);
-    for (let t = 0; t < T; t++) {         // step t: the new query against the cached keys 0..t
-      const s = new Float64Array(t + 1);
+// The whole generation for K/V heads Hkv: word ids (T), q (T x H dh), the caches K and V
+// (T x Hkv dh), every head's causal weights (H x T x T, row t = step t's) and logits (T x V).
+function generationState(E, Wq, Wk, Wv, Wo, nv, d, H, Hkv, dh, prompt, stop, maxTokens) {
+  const Wkg = groupHeads(Wk, d, H, Hkv, dh), Wvg = groupHeads(Wv, d, H, Hkv, dh);
+  const ids = prompt.slice(), qs = [], ks = [], vs = [], rows = [], logits = [];
+  const rep = H / Hkv, scale = 1 / Math.sqrt(dh);
+  for (let t = 0; t < maxTokens && t < ids.length; t++) {
+    const x = E.subarray(ids[t] * d, (ids[t] + 1) * d);
+    const q = matmul(x, Wq, 1, d, H * dh);                 // (1, d) @ (d, H dh): this step only
+    ks.push(matmul(x, Wkg, 1, d, Hkv * dh));                // the caches grow by one row each
+    vs.push(matmul(x, Wvg, 1, d, Hkv * dh));
+    qs.push(q);
+    const heads = new Float64Array(H * dh), wrow = [];
+    for (let hh = 0; hh < H; hh++) {
+      const g = Math.floor(hh / rep), s = new Float64Array(t + 1);
       for (let j = 0; j <= t; j++) {
         let dot = 0;
-        for (let c = 0; c < dh; c++) dot += q[t * H * dh + hh * dh + c] * k[j * Hkv * dh + g * dh + c];
+        for (let c = 0; c < dh; c++) dot += q[hh * dh + c] * ks[j][g * dh + c];
         s[j] = dot * scale;
       }
       const w = softmaxRows(s, 1, t + 1, 1);
-      for (let j = 0; j <= t; j++) weights[(hh * T + t) * T + j] = w[j];
+      for (let j = 0; j <= t; j++)
+        for (let c = 0; c < dh; c++) heads[hh * dh + c] += w[j] * vs[j][g * dh + c];
+      wrow.push(w);
+    }
+    rows.push(wrow);
+    const out = matmul(heads, Wo, 1, H * dh, d);            // (1, H dh) @ (H dh, d)
+    const lg = matmul(out, transpose(E, nv, d), 1, d, nv);  // (1, d) @ (d, V): one score per word
+    logits.push(lg);
+    if (t === ids.length - 1 && ids[t] !== stop && ids.length < maxTokens) {
+      let best = 0;
+      for (let i = 1; i < nv; i++) if (lg[i] > lg[best]) best = i;
+      ids.push(best);                                       // the chosen word is the next input
     }
   }
-  return {q, k, v, weights};
+  const T = ids.length, weights = new Float64Array(H * T * T);
+  rows.forEach((wrow, t) => wrow.forEach((w, hh) => w.forEach((val, j) => { weights[(hh * T + t) * T + j] = val; })));
+  const flat = (list, n) => { const a = new Float64Array(list.length * n); list.forEach((r, i) => a.set(r, i * n)); return a; };
+  return {ids, T, q: flat(qs, H * dh), k: flat(ks, Hkv * dh), v: flat(vs, Hkv * dh), weights, logits: flat(logits, nv)};
+}
+
+function transpose(a, rows, cols) {
+  const out = new Float64Array(rows * cols);
+  for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[j * rows + i] = a[i * cols + j];
+  return out;
 }
 
 // Numbers the cache holds after step t: 2 (K and V) x (t + 1) tokens x Hkv heads x dh
@@ -82,16 +106,24 @@ function divColour(x) {
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
+// a short number for a cell: 1, -2, .5
+const short = (v) => (Math.abs(v - Math.round(v)) < 1e-9 ? String(Math.round(v)) : v.toFixed(1).replace(/^(-?)0\./, "$1."));
+
 function render({model, el}) {
-  const T = model.get("T"), d = model.get("d_model"), H = model.get("n_heads"), dh = d / H;
-  const tokens = model.get("tokens"), lut = bytesOf(model.get("lut"));
-  const x = asF64(model.get("x")), Wq = asF64(model.get("W_q"));
-  const Wk = asF64(model.get("W_k")), Wv = asF64(model.get("W_v"));
+  const d = model.get("d_model"), H = model.get("n_heads"), dh = d / H;
+  const vocab = model.get("vocab"), nv = vocab.length, lut = bytesOf(model.get("lut"));
+  const E = asF64(model.get("E")), Wq = asF64(model.get("W_q")), Wk = asF64(model.get("W_k"));
+  const Wv = asF64(model.get("W_v")), Wo = asF64(model.get("W_o"));
+  const prompt = model.get("prompt"), stop = model.get("stop"), maxTokens = model.get("max_tokens");
   const kvChoices = [];
   for (let g = H; g >= 1; g--) if (H % g === 0) kvChoices.push(g);
   const kvName = (g) => (g === H ? "multi-head" : g === 1 ? "multi-query" : "grouped-query");
+  const states = {};
+  for (const g of kvChoices) states[g] = generationState(E, Wq, Wk, Wv, Wo, nv, d, H, g, dh, prompt, stop, maxTokens);
+  const Tmax = Math.max(...kvChoices.map((g) => states[g].T));
+  const colName = (c) => (d === nv ? vocab[c] : String(c));   // one-hot embeddings: dimension c = word c
 
-  const step = rangeInput("qkv-gen-step", 0, T - 1, 1, model.get("step"), "step: the new token");
+  const step = rangeInput("qkv-gen-step", 0, Tmax - 1, 1, model.get("step"), "step: the new token");
   const stepOut = h("output", {class: "qkv-gen-token"});
   const next = h("button", {class: "qkv-gen-next", type: "button", text: "next token \u25b6"});
   const head = h("select", {class: "qkv-gen-head", "aria-label": "query head", "data-lm-suppress-shortcuts": "true"},
@@ -101,116 +133,144 @@ function render({model, el}) {
   head.value = String(model.get("head"));
   kv.value = String(model.get("n_kv_heads"));
   const readout = h("div", {class: "qkv-gen-readout", role: "status", style: "font-family:monospace;white-space:pre-wrap"});
-  const cell = 34, left = 54, top = 34, cw = 11, gap = 5;
-  const cacheW = H * dh * cw + (H - 1) * gap;
-  const wbar = left + T * cell + 14;                         // the weights' colour bar
-  const kx = wbar + 70, vx = kx + cacheW + 36, dbar = vx + cacheW + 24;   // dbar: K, V and q's colour bar
-  const pic = makeCanvas("qkv-gen-map", dbar + 80, top + T * cell + 92);
+  const cell = 38, left = 62, top = 50, cw = 18, gap = 10, rowH = 34;
+  const block = dh * cw, cacheW = H * block + (H - 1) * gap;
+  const wbar = left + Tmax * cell + 12;                       // the weights' colour bar
+  const kx = wbar + 78, vx = kx + cacheW + 30, dbar = vx + cacheW + 16;
+  const cacheBottom = top + Tmax * rowH;
+  const pic = makeCanvas("qkv-gen-map", dbar + 70, Math.max(top + Tmax * cell + 150, cacheBottom + 130));
   el.append(h("div", {class: "qkv-figure qkv-generation"}, [
     h("div", {class: "qkv-row"}, [labelled("step: the new token", step), stepOut, next]),
     h("div", {class: "qkv-row"}, [labelled("query head", head), labelled("K/V heads", kv)]),
     pic.canvas, readout,
-    h("div", {class: "qkv-hint", text: "Step through the sentence: each step adds one row to the K and V caches "
-      + "and one row of weights (the new query's). Fewer K/V heads: the caches get narrower; each colour "
-      + "block is one K/V head, shared by the query heads of its group."})]));
+    h("div", {class: "qkv-hint", text: "Each step projects only the new token: its query (used once), one new row "
+      + "of K and of V. Its output's logits choose the next word, which becomes the next step's token. "
+      + "1 K/V head: both query heads read averaged keys and values."})]));
   const s = {step: Number(step.value), head: Number(head.value), kv: Number(kv.value)};
-  let state = generationState(x, Wq, Wk, Wv, T, d, H, s.kv, dh);
 
-  function drawCache(ctx, values, x0, label, t, Hkv, maxAbs) {
-    text(ctx, label, x0, top - 10, {font: BOLD});
-    for (let i = 0; i < T; i++) {
-      const y = top + i * cell + 4;
+  function drawCache(ctx, values, x0, label, t, T, Hkv, maxAbs) {
+    text(ctx, label, x0, top - 34, {font: BOLD});
+    for (let g = 0; g < H; g++) {
+      const bx = x0 + g * (block + gap);
+      text(ctx, g < Hkv ? `K/V head ${g}` : "(not kept)", bx + block / 2, top - 12,
+           {align: "center", font: SMALL, colour: g < Hkv ? "#222" : "#aaa"});
+      for (let c = 0; c < dh; c++)
+        text(ctx, colName(c), bx + (c + 0.5) * cw, cacheBottom + 6, {align: "right", base: "middle",
+             angle: -Math.PI / 2, font: SMALL, colour: g < Hkv ? "#444" : "#bbb"});
+    }
+    for (let i = 0; i < Tmax; i++) {
+      const y = top + i * rowH;
       for (let g = 0; g < H; g++)
         for (let c = 0; c < dh; c++) {
-          const cx = x0 + g * (dh * cw + gap) + c * cw;
-          if (g >= Hkv || i > t) {          // not held: an empty outline
-            ctx.strokeStyle = "#e2e2e2";
-            ctx.strokeRect(cx + 0.5, y + 0.5, cw - 1, cell - 9);
+          const cx = x0 + g * (block + gap) + c * cw;
+          if (g >= Hkv || i > t || i >= T) {            // not held: an empty outline
+            ctx.strokeStyle = "#e6e6e6";
+            ctx.strokeRect(cx + 0.5, y + 0.5, cw - 1, rowH - 3);
             continue;
           }
-          ctx.fillStyle = divColour(values[i * Hkv * dh + g * dh + c] / maxAbs);
-          ctx.fillRect(cx, y, cw - 1, cell - 8);
+          const val = values[i * Hkv * dh + g * dh + c];
+          ctx.fillStyle = divColour(val / maxAbs);
+          ctx.fillRect(cx, y, cw - 1, rowH - 2);
+          if (Math.abs(val) > 1e-9)
+            text(ctx, short(val), cx + cw / 2, y + rowH / 2, {align: "center", base: "middle", font: SMALL,
+                 colour: Math.abs(val) / maxAbs > 0.6 ? "#fff" : "#000"});
         }
-      if (i === t) {                          // the row this step appended
-        ctx.strokeStyle = "#d55e00"; ctx.lineWidth = 2;
-        ctx.strokeRect(x0 - 2, y - 2, Hkv * (dh * cw + gap) - gap + 3, cell - 4);
+      if (i === t) {                                  // the row this step appended
+        ctx.strokeStyle = "#d55e00"; ctx.lineWidth = 2.5;
+        ctx.strokeRect(x0 - 2, y - 2, Hkv * (block + gap) - gap + 3, rowH + 2);
         ctx.lineWidth = 1;
       }
     }
   }
 
   function update() {
+    const st = states[s.kv], T = st.T;
+    if (s.step > T - 1) { s.step = T - 1; step.value = String(s.step); }
     const {ctx, width, height} = pic, t = s.step, hd = s.head, Hkv = s.kv, rep = H / Hkv;
+    const words = st.ids.map((i) => vocab[i]);
     ctx.clearRect(0, 0, width, height);
     // the causal matrix of head hd: rows 0..t filled (each by its own step), row t outlined
-    text(ctx, `weights, head ${hd}`, left, top - 10, {font: BOLD});
+    text(ctx, `weights, head ${hd}`, left, top - 34, {font: BOLD});
+    text(ctx, "key \u2192", left, top - 12, {font: SMALL, colour: "#555"});
     for (let i = 0; i < T; i++) {
       for (let j = 0; j < T; j++) {
         const cx = left + j * cell, cy = top + i * cell;
         if (j > i) { ctx.fillStyle = "#f4f4f4"; ctx.fillRect(cx, cy, cell - 1, cell - 1); continue; }
         if (i > t) { ctx.strokeStyle = "#d0d0d0"; ctx.strokeRect(cx + 0.5, cy + 0.5, cell - 2, cell - 2); continue; }
-        const w = state.weights[(hd * T + i) * T + j];
+        const w = st.weights[(hd * T + i) * T + j];
         ctx.fillStyle = lutColour(lut, w);
         ctx.fillRect(cx, cy, cell - 1, cell - 1);
-        text(ctx, w.toFixed(2), cx + cell / 2, cy + cell / 2, {align: "center", base: "middle", font: SMALL,
+        text(ctx, w.toFixed(2), cx + cell / 2, cy + cell / 2, {align: "center", base: "middle", font: FONT,
              colour: w > 0.6 ? "#000" : "#fff"});
       }
-      text(ctx, tokens[i], left - 6, top + (i + 0.5) * cell, {align: "right", base: "middle",
+      text(ctx, `${i} ${words[i]}`, left - 6, top + (i + 0.5) * cell, {align: "right", base: "middle",
            font: i === t ? BOLD : FONT, colour: i > t ? "#aaa" : "#222"});
     }
-    ctx.strokeStyle = "#d55e00"; ctx.lineWidth = 2;
+    ctx.strokeStyle = "#d55e00"; ctx.lineWidth = 2.5;
     ctx.strokeRect(left - 1, top + t * cell - 1, (t + 1) * cell + 1, cell + 1);
     ctx.lineWidth = 1;
-    tokens.forEach((w, j) => text(ctx, w, left + (j + 0.5) * cell, top + T * cell + 8,
-                                  {align: "right", base: "middle", angle: -Math.PI / 4, colour: j > t ? "#aaa" : "#222"}));
-    text(ctx, "query (row) \u00d7 key (column)", left, top + T * cell + 52, {font: SMALL, colour: "#555"});
+    words.forEach((w, j) => text(ctx, w, left + (j + 0.5) * cell, top + T * cell + 8,
+                                 {align: "right", base: "middle", angle: -Math.PI / 4, colour: j > t ? "#aaa" : "#222"}));
     drawColourBar(ctx, lut, wbar, top, 12, T * cell, "attention weight");
+    // the new token's logits and the choice they make
+    const lg = st.logits.subarray(t * nv, (t + 1) * nv);
+    let best = 0;
+    for (let i = 1; i < nv; i++) if (lg[i] > lg[best]) best = i;
+    const ly = top + T * cell + 62;
+    text(ctx, `logits of "${words[t]}"'s output (output \u00b7 E\u1d40):`, left - 50, ly, {font: SMALL});
+    vocab.forEach((w, i) => {
+      const bx = left - 50 + i * 52;
+      text(ctx, w, bx, ly + 18, {font: i === best ? BOLD : FONT});
+      text(ctx, lg[i].toFixed(2), bx, ly + 34, {font: i === best ? BOLD : FONT, colour: i === best ? "#d55e00" : "#222"});
+    });
+    text(ctx, t < T - 1 ? `argmax \u2192 token ${t + 1} is "${words[t + 1]}"` : `"${words[t]}" ends the sentence`,
+         left - 50, ly + 54, {font: BOLD, colour: "#d55e00"});
     // the caches and the new query
     let maxAbs = 1e-12;
-    for (const a of [state.k, state.v, state.q]) for (const val of a) maxAbs = Math.max(maxAbs, Math.abs(val));
-    maxAbs *= 0.6;                          // stronger colours; the largest entries saturate
-    drawCache(ctx, state.k, kx, `K cache (${Hkv} head${Hkv > 1 ? "s" : ""} \u00d7 ${dh})`, t, Hkv, maxAbs);
-    drawDivBar(ctx, dbar, top, 12, T * cell, maxAbs, "entries of K, V, q");
-    drawCache(ctx, state.v, vx, `V cache (${Hkv} head${Hkv > 1 ? "s" : ""} \u00d7 ${dh})`, t, Hkv, maxAbs);
-    const qy = top + T * cell + 26, g = Math.floor(hd / rep);
-    text(ctx, `q of "${tokens[t]}" (all ${H} query heads; used this step only, never cached)`, kx, qy - 6, {font: SMALL});
+    for (const a of [st.k, st.v]) for (const val of a) maxAbs = Math.max(maxAbs, Math.abs(val));
+    const kvLabel = `(${Hkv} K/V head${Hkv > 1 ? "s" : ""} \u00d7 ${dh})`;
+    drawCache(ctx, st.k, kx, `K cache ${kvLabel}`, t, T, Hkv, maxAbs);
+    drawCache(ctx, st.v, vx, `V cache ${kvLabel}`, t, T, Hkv, maxAbs);
+    drawDivBar(ctx, dbar, top, 12, Tmax * rowH, maxAbs, "entries of K, V, q");
+    const qy = cacheBottom + 64, g = Math.floor(hd / rep);
+    text(ctx, `q of "${words[t]}" (${H} query heads; used this step only, never cached)`, kx, qy - 6, {font: SMALL});
     for (let hh = 0; hh < H; hh++)
       for (let c = 0; c < dh; c++) {
-        ctx.fillStyle = divColour(state.q[t * H * dh + hh * dh + c] / maxAbs);
-        ctx.fillRect(kx + hh * (dh * cw + gap) + c * cw, qy, cw - 1, 18);
+        const val = st.q[t * H * dh + hh * dh + c], cx = kx + hh * (block + gap) + c * cw;
+        ctx.fillStyle = divColour(val / maxAbs);
+        ctx.fillRect(cx, qy, cw - 1, 20);
+        if (Math.abs(val) > 1e-9) text(ctx, short(val), cx + cw / 2, qy + 10, {align: "center", base: "middle",
+             font: SMALL, colour: Math.abs(val) / maxAbs > 0.6 ? "#fff" : "#000"});
       }
     ctx.strokeStyle = "#222";
-    ctx.strokeRect(kx + hd * (dh * cw + gap) - 1.5, qy - 1.5, dh * cw + 2, 21);
-    ctx.strokeRect(kx + g * (dh * cw + gap) - 1.5, top + 1.5, dh * cw + 2, (t + 1) * cell - 2);
-    text(ctx, `head ${hd} reads K/V head ${g}`, kx, qy + 36, {font: SMALL, colour: "#555"});
+    ctx.strokeRect(kx + hd * (block + gap) - 1.5, qy - 1.5, block + 2, 23);
+    ctx.strokeRect(kx + g * (block + gap) - 1.5, top - 1.5, block + 2, (t + 1) * rowH + 1);
+    text(ctx, `query head ${hd} reads K/V head ${g} (outlined)`, kx, qy + 40, {font: SMALL, colour: "#555"});
     // readouts
-    const row = Array.from(state.weights.subarray((hd * T + t) * T, (hd * T + t) * T + t + 1));
+    const row = Array.from(st.weights.subarray((hd * T + t) * T, (hd * T + t) * T + t + 1));
     const n = cacheNumbers(t, Hkv, dh), full = cacheNumbers(t, H, dh);
-    stepOut.textContent = `${t}: "${tokens[t]}"`;
+    stepOut.textContent = `${t}: "${words[t]}"`;
     next.textContent = t === T - 1 ? "start again \u21ba" : "next token \u25b6";
     readout.textContent =
-      `step ${t}: the new token is "${tokens[t]}"; its query (head ${hd}) meets the keys of ${t ? `tokens 0..${t}` : "token 0"}\n`
-      + `weights: ${row.map((w, j) => `${tokens[j]} ${w.toFixed(3)}`).join(", ")}\n`
+      `sentence: ${words.map((w, i) => (i === t ? `[${w}]` : w)).join(" ")}\n`
+      + `step ${t}${t < prompt.length ? " (prompt: prefill)" : ""}: the query of "${words[t]}" (head ${hd}) meets the keys of ${t ? `tokens 0..${t}` : "token 0"}\n`
+      + `weights: ${row.map((w, j) => `${words[j]} ${w.toFixed(3)}`).join(", ")}\n`
       + `cache: 2 (K and V) \u00d7 ${t + 1} token${t ? "s" : ""} \u00d7 ${Hkv} K/V head${Hkv > 1 ? "s" : ""} \u00d7 ${dh} = ${n} numbers`
       + (Hkv < H ? ` (multi-head attention: ${full}, ${rep}\u00d7 more)` : "");
-    el.qkv = {settings: {step: t, head: hd, n_kv_heads: Hkv}, weights: new Float64Array(row), cache_numbers: n,
-              k_cache: state.k.slice(0, (t + 1) * Hkv * dh)};
+    el.qkv = {settings: {step: t, head: hd, n_kv_heads: Hkv}, words, weights: new Float64Array(row),
+              logits: new Float64Array(lg), cache_numbers: n, k_cache: st.k.slice(0, (t + 1) * Hkv * dh)};
   }
 
   function save() {
     model.set("step", s.step); model.set("head", s.head); model.set("n_kv_heads", s.kv);
     model.save_changes();
   }
-  step.addEventListener("input", () => { s.step = Number(step.value); save(); update(); });
+  step.addEventListener("input", () => { s.step = Number(step.value); update(); save(); });
   next.addEventListener("click", () => {
-    s.step = (s.step + 1) % T; step.value = String(s.step); save(); update();
+    s.step = (s.step + 1) % states[s.kv].T; step.value = String(s.step); update(); save();
   });
-  head.addEventListener("change", () => { s.head = Number(head.value); save(); update(); });
-  kv.addEventListener("change", () => {
-    s.kv = Number(kv.value);
-    state = generationState(x, Wq, Wk, Wv, T, d, H, s.kv, dh);
-    save(); update();
-  });
+  head.addEventListener("change", () => { s.head = Number(head.value); update(); save(); });
+  kv.addEventListener("change", () => { s.kv = Number(kv.value); update(); save(); });
   update();
 }
 

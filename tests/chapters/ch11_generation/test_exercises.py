@@ -126,8 +126,8 @@ def test_conceptual_wrong_choices_get_a_hint():
 
 
 def test_the_conceptual_answer_is_true():
-    """(b): in a 2-layer bidirectional stack, appending a token leaves layer 1's old K and V
-    unchanged and changes layer 2's."""
+    """(b): in a 2-layer bidirectional stack, appending a token leaves layer 0's old K and V
+    unchanged and changes layer 1's."""
     from qkv_viz.core.attention import scaled_dot_product_attention
     rng = np.random.default_rng(0)
     x = rng.normal(size=(5, 8))
@@ -136,7 +136,7 @@ def test_the_conceptual_answer_is_true():
     def layers(x):
         k1, v1 = x @ W[1], x @ W[2]
         h = scaled_dot_product_attention(x @ W[0], k1, v1)[0]  # bidirectional: no mask
-        return k1, h @ W[4]                                  # layer 1's K, layer 2's K
+        return k1, h @ W[4]                                  # layer 0's K, layer 1's K
     k1_old, k2_old = layers(x[:4])
     k1_new, k2_new = layers(x)
     np.testing.assert_allclose(k1_new[:4], k1_old)

@@ -77,7 +77,7 @@ def test_cache_table_stops_at_the_models_own_context():
 
 
 def test_a_two_layer_stack_with_one_cache_per_layer_equals_training():
-    """The page's stack: layer 2 caches projections of layer 1's outputs; step by step = all at once."""
+    """The page's stack: layer 1 caches projections of layer 0's outputs; step by step = all at once."""
     from qkv_viz.core.kv_cache import KVCache, decode_step
     x, l1 = toy_layer()
     l2 = toy_layer(seed=12)[1]
@@ -91,3 +91,20 @@ def test_a_two_layer_stack_with_one_cache_per_layer_equals_training():
 def test_time_generation_samples_uncached_steps():
     r = time_generation(T=32, d_model=16, n_heads=2, repeats=1, uncached_steps=5)
     assert r["max_diff"] < 1e-12 and r["uncached_ms_per_token"] > 0
+
+
+def test_the_stepper_model_is_the_pages_model():
+    """hand_built_model (the stepper's default) builds the arrays of the page's model cell."""
+    import json
+    import pathlib
+    from qkv_viz.chapters.ch11_generation.generation import PROMPT, VOCAB, hand_built_model, write
+    nb = json.loads((pathlib.Path(__file__).parents[3] / "notebooks" / "11_generating_text.ipynb").read_text())
+    cell = next("".join(c["source"]) for c in nb["cells"] if "FOLLOWS = " in "".join(c["source"]))
+    page = {"np": np}
+    exec(cell, page)
+    E, p = hand_built_model()
+    assert list(VOCAB) == page["VOCAB"] and p.n_heads == page["H"]
+    for name in ("W_q", "W_k", "W_v", "W_o"):
+        np.testing.assert_array_equal(getattr(p, name), page[name], err_msg=name)
+    np.testing.assert_array_equal(E, page["E"])
+    assert write(E, p, VOCAB, PROMPT)[0] == "the cat sat on the mat .".split()

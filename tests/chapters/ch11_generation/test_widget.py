@@ -5,59 +5,74 @@ import numpy as np
 import pytest
 
 from browser_harness import node_path, run_js
-from qkv_viz.chapters.ch11_generation.generation import shared_kv, toy_layer
+from qkv_viz.chapters.ch11_generation.generation import PROMPT, VOCAB, hand_built_model, shared_kv, write
 from qkv_viz.chapters.ch11_generation.widget import GenerationFigure, generation_widget
-from qkv_viz.core.kv_cache import causal_self_attention, group_kv_heads
+from qkv_viz.core.kv_cache import group_kv_heads
 from qkv_viz.viz.canvas import module_source
 
 
-def test_weights_and_cache_follow_the_controls():
+def test_the_stepper_runs_the_pages_model_and_follows_the_controls():
     w = generation_widget()
-    assert w.T == 6 and w.n_heads == 4 and w.n_kv_heads == 4
+    assert w.n_heads == 2 and w.n_kv_heads == 2
+    assert w.words == ["the", "cat", "sat", "on", "the", "mat", "."]
     assert w.weights.shape == (1,) and w.weights[0] == 1.0      # token 0 sees only itself
-    w.step, w.head, w.n_kv_heads = 5, 3, 2
-    x, p = toy_layer()
-    _, weights = causal_self_attention(x, shared_kv(p, 2))
-    np.testing.assert_allclose(w.weights, weights[3, 5])
-    assert w.cache_numbers == 2 * 6 * 2 * 4 and w.cache.k.shape == (2, 6, 4)
+    w.step, w.head = 4, 1                                       # the second "the": head 1 finds "on"
+    assert np.argmax(w.weights) == 3 and w.weights[3] > 0.99
+    assert VOCAB[int(np.argmax(w.logits))] == "mat"
+    assert w.cache_numbers == 2 * 5 * 2 * 6 and w.cache.k.shape == (2, 5, 6)
+    w.n_kv_heads = 1                                            # averaged keys and values: it writes less well
+    assert w.words == ["the", "cat", "sat", "on", "mat", "."] and w.cache_numbers == 2 * 5 * 1 * 6
 
 
 def test_bad_input_is_refused_and_bundle_has_a_picture():
-    x, p = toy_layer()
-    with pytest.raises(ValueError, match="token labels"):
-        GenerationFigure(x, p, ["a"])
+    E, p = hand_built_model()
+    with pytest.raises(ValueError, match="vocab"):
+        GenerationFigure(VOCAB[:3], E, p, PROMPT)
     with pytest.raises(ValueError, match="divide"):
-        GenerationFigure(x, p, list("abcdef"), n_kv_heads=3)
+        GenerationFigure(VOCAB, E, p, PROMPT, n_kv_heads=3)
     with pytest.raises(ValueError, match="step"):
-        GenerationFigure(x, p, list("abcdef"), step=6)
+        GenerationFigure(VOCAB, E, p, PROMPT, step=7)
+    with pytest.raises(ValueError, match="head"):
+        GenerationFigure(VOCAB, E, p, PROMPT, head=2)
     with pytest.raises(ValueError, match="multi-head"):
-        GenerationFigure(x, shared_kv(p, 2), list("abcdef"))
+        GenerationFigure(VOCAB, E, shared_kv(p, 1), PROMPT)
+    with pytest.raises(ValueError, match="prompt"):
+        write(E, p, VOCAB, ["dog"])
+    with pytest.raises(ValueError, match="both"):
+        generation_widget(E=E)
     data, _ = generation_widget()._repr_mimebundle_()
     assert base64.b64decode(data["image/png"]).startswith(b"\x89PNG")
-    assert "qkv-generation" in data["text/html"] or "generation" in data["text/html"]
+    assert "generation" in data["text/html"]
 
 
 @pytest.mark.skipif(node_path() is None, reason="node is not installed")
-@pytest.mark.parametrize("n_kv", [4, 2, 1])
-def test_browser_maths_equal_the_core(n_kv):
-    x, p = toy_layer()
-    T, d, H, dh = 6, 16, 4, 4
+@pytest.mark.parametrize("n_kv", [2, 1])
+def test_browser_generation_equals_the_core(n_kv):
+    E, p = hand_built_model()
+    d, H, dh = 6, 2, 6
     arr = lambda a: "Float64Array.from(" + str(np.ravel(a).tolist()) + ")"
     got = run_js(module_source("generation.js"), f"""
-      const s = generationState({arr(x)}, {arr(p.W_q)}, {arr(p.W_k)}, {arr(p.W_v)}, {T}, {d}, {H}, {n_kv}, {dh});
-      const g = groupHeads({arr(p.W_k)}, {d}, {H}, {n_kv}, {dh});
-      return {{weights: Array.from(s.weights), k: Array.from(s.k), g: Array.from(g),
-               n: cacheNumbers(3, {n_kv}, {dh})}};""")
+      const s = generationState({arr(E)}, {arr(p.W_q)}, {arr(p.W_k)}, {arr(p.W_v)}, {arr(p.W_o)}, 6, {d}, {H},
+                                {n_kv}, {dh}, [0, 1], 5, 10);
+      const g = groupHeads({arr(p.W_v)}, {d}, {H}, {n_kv}, {dh});
+      return {{ids: s.ids, weights: Array.from(s.weights), logits: Array.from(s.logits), k: Array.from(s.k),
+               v: Array.from(s.v), g: Array.from(g), n: cacheNumbers(3, {n_kv}, {dh})}};""")
     layer = shared_kv(p, n_kv)
-    _, weights = causal_self_attention(x, layer)
+    words, weights, logits = write(E, layer, VOCAB, PROMPT)
+    T = len(words)
+    assert [VOCAB[i] for i in got["ids"]] == words
     np.testing.assert_allclose(np.array(got["weights"]).reshape(H, T, T), weights, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(np.array(got["g"]).reshape(d, n_kv * dh), group_kv_heads(p.W_k, H, n_kv), atol=1e-14)
+    np.testing.assert_allclose(np.array(got["logits"]).reshape(T, 6), logits, rtol=0, atol=1e-12)
+    x = E[[VOCAB.index(w) for w in words]]
+    np.testing.assert_allclose(np.array(got["g"]).reshape(d, n_kv * dh), group_kv_heads(p.W_v, H, n_kv), atol=1e-14)
     np.testing.assert_allclose(np.array(got["k"]).reshape(T, n_kv * dh), x @ layer.W_k, atol=1e-12)
+    np.testing.assert_allclose(np.array(got["v"]).reshape(T, n_kv * dh), x @ layer.W_v, atol=1e-12)
     assert got["n"] == 2 * 4 * n_kv * dh
 
 
-def test_still_picture_follows_the_step_and_the_kv_heads():
+def test_still_picture_follows_the_step_the_head_and_the_kv_heads():
     """The saved picture is the step on screen, not a fixed summary."""
-    pics = {(s, g): generation_widget(step=s, n_kv_heads=g).static_png() for s, g in ((1, 4), (3, 4), (3, 2))}
-    assert len(set(pics.values())) == 3
+    pics = {(s, h, g): generation_widget(step=s, head=h, n_kv_heads=g).static_png()
+            for s, h, g in ((1, 0, 2), (4, 0, 2), (4, 1, 2), (4, 1, 1))}
+    assert len(set(pics.values())) == 4
     assert all(p.startswith(b"\x89PNG") for p in pics.values())

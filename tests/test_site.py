@@ -86,17 +86,6 @@ def test_the_site_has_an_index_and_one_page_per_chapter(site):
         assert ".ipynb'" not in text and '.ipynb"' not in text, f"{page.name} links a notebook"
 
 
-def test_torch_cells_are_coloured_as_python(site):
-    """A %%torch cell's body is Python: the page colours its keywords, as JupyterLab does."""
-    out, _ = site
-    page = (out / "03_numeric_toy.html").read_text()
-    magic = '<span class="o">%%</span><span class="k">torch</span>'
-    assert page.count(magic) >= 1
-    body = page.split(magic, 1)[1].split("</pre>", 1)[0]
-    assert '<span class="kn">import</span>' in body and '<span class="n">torch</span>' in body
-    assert build_site.torch_cell_highlighter()("x = 1\n", "ipython3").count('class="n"') == 1
-
-
 def test_every_character_the_site_prints_has_a_shipped_font(site):
     from fontTools.ttLib import TTFont
 

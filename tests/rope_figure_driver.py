@@ -11,7 +11,7 @@ from qkv_viz.core.positions import apply_rope, rope_dot, rope_dots_by_offset
 READ_JS = """(node) => {
   const q = node.closest('.qkv-figure').parentElement.qkv;
   return {settings: q.settings, dot: q.dot, dotOffset: q.dotOffset, plain: q.plain, pairDot: q.pairDot,
-          curve: q.curve, offsets: q.offsets, angle: q.angle};
+          parts: q.parts, curve: q.curve, offsets: q.offsets, angle: q.angle};
 }"""
 CANVASES_JS = "(root) => [...root.querySelectorAll('canvas')].map(c => c.toDataURL())"
 SET_RANGE_JS = "(node, v) => { node.value = String(v); node.dispatchEvent(new Event('input', {bubbles: true})); }"
@@ -32,6 +32,8 @@ def assert_equals_core(out: dict, seed: int = 0) -> None:
     a, b = 2 * s["pair"], 2 * s["pair"] + 1
     qm, kn = apply_rope(q[None], [s["m"]], s["base"])[0], apply_rope(k[None], [s["n"]], s["base"])[0]
     assert out["pairDot"] == pytest.approx(qm[a] * kn[a] + qm[b] * kn[b], abs=1e-6), s
+    parts = (qm * kn).reshape(-1, 2).sum(axis=1)                     # each pair's part, (d_k/2,)
+    assert max(abs(x - y) for x, y in zip(out["parts"], parts)) <= 1e-6 and len(out["parts"]) == len(parts), s
     curve = rope_dots_by_offset(q, k, out["offsets"], s["base"])
     assert max(abs(a - b) for a, b in zip(out["curve"], curve)) <= 1e-6, s
 
@@ -55,6 +57,9 @@ def exercise_figure(page, fig) -> list:
     out0 = read(fig)
     assert_equals_core(out0)
     assert (out0["settings"]["m"], out0["settings"]["n"]) == (2, 5)
+    shares = [abs(p) for p in out0["parts"]]
+    assert out0["settings"]["pair"] == shares.index(max(shares)), "the drawn pair is not the largest part"
+    assert abs(out0["pairDot"]) > 0.5 * abs(out0["dot"]), out0   # the picture explains most of the number
 
     def moved(what, act):
         pictures, text = canvases(fig), readouts.inner_text()
@@ -88,8 +93,9 @@ def exercise_figure(page, fig) -> list:
     assert out["settings"]["dK"] == 16
     out = moved("base slider, ArrowLeft x2", lambda: press(page, fig.locator(".qkv-rope-base"), "ArrowLeft", 2))
     assert out["settings"]["base"] == 100
-    out = moved("pair slider, ArrowRight x2", lambda: press(page, fig.locator(".qkv-rope-pair"), "ArrowRight", 2))
-    assert out["settings"]["pair"] == 2
+    pair = out["settings"]["pair"]
+    out = moved("pair slider, ArrowLeft x2", lambda: press(page, fig.locator(".qkv-rope-pair"), "ArrowLeft", 2))
+    assert out["settings"]["pair"] == pair - 2
     out = moved("d_k slider, Home", lambda: press(page, fig.locator(".qkv-rope-dk"), "Home"))
     assert out["settings"]["dK"] == 2 and out["settings"]["pair"] == 0
     fig.locator(".qkv-rope-m").evaluate(SET_RANGE_JS, 0)

@@ -142,3 +142,18 @@ def plot_offset_curve(q, k, base: float, t_max: int, m: int, n: int, ax=None):
     ax.axhline(0, color="#444", lw=0.8)
     ax.set(xlabel="offset n − m", ylabel="$q_m \\cdot k_n$", title="the dot product depends on n − m only")
     return arts
+
+
+def plot_pair_parts(parts, drawn: int, ax=None):
+    """Bars: each pair's part of q_m . k_n (``parts``, shape (d_k/2,)); the drawn pair in orange."""
+    parts = as_array("parts", parts, ndim=1)
+    if not 0 <= drawn < parts.shape[0]:
+        raise ValueError(f"drawn must be a pair 0..{parts.shape[0] - 1}, got {drawn}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(0.5, 0.25))
+    colours = [style.QUERY_COLOR if i == drawn else "#999" for i in range(parts.shape[0])]
+    bars = ax.bar(np.arange(parts.shape[0]), parts, color=colours)
+    ax.axhline(0, color="#bbb", lw=0.8)
+    ax.set(xlabel="pair i (orange: drawn)", xticks=np.arange(parts.shape[0]),
+           title=f"each pair's part of $q_m \\cdot k_n$ (they add up to {parts.sum():.3f})")
+    return bars

@@ -7,12 +7,13 @@ dot product in the page, with or without a kernel.
 """
 from __future__ import annotations
 
+import numpy as np
 import traitlets
 from matplotlib.figure import Figure
 
-from qkv_viz.chapters.ch10_positions.figures import plot_offset_curve, plot_turning
+from qkv_viz.chapters.ch10_positions.figures import plot_offset_curve, plot_pair_parts, plot_turning
 from qkv_viz.chapters.ch10_positions.toy import WIDGET_D_K_MAX, widget_vectors
-from qkv_viz.core.positions import rope_dot, rope_dots_by_offset
+from qkv_viz.core.positions import apply_rope, rope_dot, rope_dots_by_offset
 from qkv_viz.core.validate import index_int
 from qkv_viz.viz import style
 from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
@@ -43,8 +44,9 @@ class RopeFigure(CanvasFigure):
     lock = traitlets.Bool(False).tag(sync=True)
     t_max = traitlets.Int(32).tag(sync=True)
 
-    def __init__(self, m: int = 2, n: int = 5, d_k: int = 8, base: float = 10000.0, pair: int = 0,
+    def __init__(self, m: int = 2, n: int = 5, d_k: int = 8, base: float = 10000.0, pair: int | None = None,
                  t_max: int = 32, seed: int = 0):
+        """``pair=None`` draws the pair with the largest part of q_m . k_n at the starting m, n."""
         t_max = index_int("t_max", t_max)
         if not 2 <= t_max <= 512:
             raise ValueError(f"t_max must be 2..512, got {t_max}")
@@ -55,9 +57,11 @@ class RopeFigure(CanvasFigure):
             raise ValueError(f"d_k must be one of {D_KS}, got {d_k!r}")
         if float(base) not in BASES:
             raise ValueError(f"base must be one of {BASES}, got {base!r}")
+        self._q, self._k = widget_vectors(seed, WIDGET_D_K_MAX)
+        if pair is None:
+            pair = int(np.abs(pair_parts(self._q[:d_k], self._k[:d_k], m, n, base)).argmax())
         if not 0 <= index_int("pair", pair) < d_k // 2:
             raise ValueError(f"pair must be 0..{d_k // 2 - 1} for d_k = {d_k}, got {pair}")
-        self._q, self._k = widget_vectors(seed, WIDGET_D_K_MAX)
         super().__init__(q=f64_bytes(self._q), k=f64_bytes(self._k), m=int(m), n=int(n), d_k=int(d_k),
                          base=float(base), pair=int(pair), t_max=t_max)
 
@@ -67,16 +71,24 @@ class RopeFigure(CanvasFigure):
         return rope_dot(self._q[:self.d_k], self._k[:self.d_k], self.m, self.n, self.base)
 
     def static_png(self) -> bytes:
-        fig = Figure(figsize=style.figsize(0.95, 0.42), dpi=style.DPI, layout="constrained")
-        ax1, ax2 = fig.subplots(1, 2, width_ratios=[1, 1.5])
+        fig = Figure(figsize=style.figsize(0.95, 0.55), dpi=style.DPI, layout="constrained")
+        grid = fig.add_gridspec(2, 2, width_ratios=[1, 1.5], height_ratios=[1.6, 1])
+        ax1, ax2, ax3 = fig.add_subplot(grid[:, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 1])
         q, k = self._q[:self.d_k], self._k[:self.d_k]
         plot_turning(q, k, self.m, self.n, self.base, self.pair, ax=ax1)
         plot_offset_curve(q, k, self.base, self.t_max, self.m, self.n, ax=ax2)
+        plot_pair_parts(pair_parts(q, k, self.m, self.n, self.base), self.pair, ax=ax3)
         offset = rope_dots_by_offset(q, k, [self.n - self.m], self.base)[0]
         fig.suptitle(f"d_k = {self.d_k}, key = the query. q_m · k_n (all pairs, the dot) = {self.dot:.3f}; "
                      f"from n − m alone = {offset:.3f}.\nLive controls: m, n, keep n − m fixed, d_k, base, "
                      "pair drawn.", fontsize=style.ANNOTATION_PT)
         return figure_png(fig)
+
+
+def pair_parts(q, k, m: int, n: int, base: float) -> np.ndarray:
+    """Each pair's part of q_m . k_n (adjacent pairing), shape (d_k/2,); they add up to q_m . k_n."""
+    qm, kn = apply_rope(q[None], [m], base)[0], apply_rope(k[None], [n], base)[0]   # (d_k,) each
+    return (qm * kn).reshape(-1, 2).sum(axis=1)                                    # (d_k,) -> (d_k/2, 2) -> (d_k/2,)
 
 
 def rope_widget(**kwargs):

@@ -70,6 +70,7 @@ function render({model, el}) {
   const table = h("table", {class: "qkv-readouts qkv-rope-readouts"});
   const plane = makeCanvas("qkv-rope-plane", 300, 300);
   const curve = makeCanvas("qkv-rope-curve", 440, 240);
+  const parts = makeCanvas("qkv-rope-parts", 440, 130);
   const labelledOut = (text, control, output) => h("label", {class: "qkv-control"}, [h("span", {text}), control, output]);
   const root = h("div", {class: "qkv-figure qkv-rope"}, [
     h("div", {class: "qkv-row"}, [labelledOut("query position m", mSlider, mOut), labelledOut("key position n", nSlider, nOut),
@@ -77,7 +78,7 @@ function render({model, el}) {
     h("div", {class: "qkv-row"}, [labelledOut("d_k", dkSlider, dkOut), labelledOut("base", baseSlider, baseOut),
                                   labelledOut("pair drawn", pairSlider, pairOut)]),
     message,
-    h("div", {class: "qkv-row qkv-top"}, [plane.canvas, h("div", {class: "qkv-side"}, [curve.canvas, table])])]);
+    h("div", {class: "qkv-row qkv-top"}, [plane.canvas, h("div", {class: "qkv-side"}, [curve.canvas, parts.canvas, table])])]);
   el.append(root);
 
   function arrow(ctx, x0, y0, x1, y1, colour, width, dashed) {
@@ -145,6 +146,27 @@ function render({model, el}) {
     ctx.beginPath(); ctx.arc(xOf(s.n - s.m), yOf(r.dot), 5, 0, 2 * Math.PI); ctx.fill();
   }
 
+  function drawParts(r) {                 // each pair's part of q_m . k_n; they add up to the dot
+    const {ctx, width, height} = parts;
+    ctx.clearRect(0, 0, width, height);
+    const box = {x: 52, y: 22, w: width - 66, h: height - 44};
+    const big = Math.max(...r.parts.map(Math.abs), 1e-12);
+    const yOf = (v) => box.y + box.h * (big - v) / (2 * big);
+    text(ctx, `each pair's part of q_m \u00b7 k_n (they add up to ${r.dot.toFixed(3)})`, box.x - 40, 12, {font: BOLD});
+    const w = box.w / r.parts.length;
+    r.parts.forEach((v, i) => {
+      ctx.fillStyle = i === s.pair ? "#D55E00" : "#999";
+      const y0 = yOf(Math.max(v, 0)), y1 = yOf(Math.min(v, 0));
+      ctx.fillRect(box.x + i * w + w * 0.15, y0, w * 0.7, Math.max(y1 - y0, 1));
+    });
+    ctx.strokeStyle = "#bbb"; ctx.lineWidth = 1;
+    ctx.beginPath(); ctx.moveTo(box.x, yOf(0)); ctx.lineTo(box.x + box.w, yOf(0)); ctx.stroke();
+    yAxis(ctx, box, yOf, [-big, 0, big], (t) => fmt(t));
+    const last = r.parts.length - 1;
+    for (const i of last ? [0, last] : [0]) text(ctx, String(i), box.x + (i + 0.5) * w, box.y + box.h + 13, {align: "center", font: SMALL});
+    text(ctx, "pair i (orange: drawn)", box.x + box.w / 2, box.y + box.h + 13, {align: "center", font: SMALL});
+  }
+
   function update() {
     const offsets = Array.from({length: 2 * tMax - 1}, (_, j) => j - (tMax - 1));
     const r = {theta: ropeFrequencies(s.dK, s.base), qm: ropeRotate(q, s.m, s.dK, s.base),
@@ -154,11 +176,13 @@ function render({model, el}) {
     r.dotOffset = ropeDotsByOffset(q, k, [s.n - s.m], s.dK, s.base)[0];
     r.plain = dotFirst(q, k, s.dK);
     const a = 2 * s.pair, b = a + 1;
-    r.pairDot = r.qm[a] * r.kn[a] + r.qm[b] * r.kn[b];
+    r.parts = Array.from({length: s.dK / 2}, (_, i) => r.qm[2 * i] * r.kn[2 * i] + r.qm[2 * i + 1] * r.kn[2 * i + 1]);
+    r.pairDot = r.parts[s.pair];
     mOut.textContent = String(s.m); nOut.textContent = String(s.n);
     dkOut.textContent = String(s.dK); baseOut.textContent = String(s.base); pairOut.textContent = String(s.pair);
     drawPlane(r);
     drawCurve(r);
+    drawParts(r);
     const row = (name, value) => h("tr", {}, [h("th", {text: name}), h("td", {text: value})]);
     table.replaceChildren(
       row("m, n, offset n \u2212 m", `${s.m}, ${s.n}, ${s.n - s.m}`),
@@ -167,7 +191,7 @@ function render({model, el}) {
       row(`pair ${s.pair}'s part of q_m \u00b7 k_n (drawn)`, r.pairDot.toFixed(4)),
       row("q \u00b7 k without positions", r.plain.toFixed(4)));
     el.qkv = {settings: {...s, tMax}, dot: r.dot, dotOffset: r.dotOffset, plain: r.plain, pairDot: r.pairDot,
-              curve: Array.from(r.curve), offsets, angle: r.angle};
+              parts: r.parts.slice(), curve: Array.from(r.curve), offsets, angle: r.angle};
   }
 
   function save() {

@@ -62,3 +62,12 @@ def test_browser_maths_equal_the_core(d_k, base):
     np.testing.assert_allclose(got["dots"], [rope_dot(qd, kd, m, n, base) for m, n in
                                              [(0, 3), (4, 7), (31, 2), (12, 12)]], atol=1e-12)
     np.testing.assert_allclose(got["curve"], rope_dots_by_offset(qd, kd, np.arange(-10, 11), base), atol=1e-12)
+
+
+def test_the_default_pair_carries_the_largest_part_of_the_dot_product():
+    from qkv_viz.chapters.ch10_positions.widget import pair_parts
+    fig = rope_widget()
+    parts = pair_parts(fig._q[:fig.d_k], fig._k[:fig.d_k], fig.m, fig.n, fig.base)
+    assert parts.sum() == pytest.approx(fig.dot, abs=1e-12)
+    assert fig.pair == np.abs(parts).argmax() and abs(parts[fig.pair]) > 0.5 * abs(fig.dot)
+    assert rope_widget(pair=0).pair == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from qkv_viz.chapters.ch10_positions.toy import widget_vectors
+from qkv_viz.chapters.ch10_positions.toy import WIDGET_SEED, widget_vectors
 from qkv_viz.core.positions import apply_rope, rope_dot, rope_dots_by_offset
 
 READ_JS = """(node) => {
@@ -21,7 +21,7 @@ def read(fig) -> dict:
     return fig.evaluate(READ_JS)
 
 
-def assert_equals_core(out: dict, seed: int = 0) -> None:
+def assert_equals_core(out: dict, seed: int = WIDGET_SEED) -> None:
     """The browser's q_m . k_n, its offset-only twin and its curve equal the core's to 1e-6."""
     s = out["settings"]
     q, k = (v[:s["dK"]] for v in widget_vectors(seed))

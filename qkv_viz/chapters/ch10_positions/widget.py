@@ -12,7 +12,7 @@ import traitlets
 from matplotlib.figure import Figure
 
 from qkv_viz.chapters.ch10_positions.figures import plot_offset_curve, plot_pair_parts, plot_turning
-from qkv_viz.chapters.ch10_positions.toy import WIDGET_D_K_MAX, widget_vectors
+from qkv_viz.chapters.ch10_positions.toy import WIDGET_D_K_MAX, WIDGET_SEED, widget_vectors
 from qkv_viz.core.positions import apply_rope, rope_dot, rope_dots_by_offset
 from qkv_viz.core.validate import index_int
 from qkv_viz.viz import style
@@ -45,7 +45,7 @@ class RopeFigure(CanvasFigure):
     t_max = traitlets.Int(32).tag(sync=True)
 
     def __init__(self, m: int = 2, n: int = 5, d_k: int = 8, base: float = 10000.0, pair: int | None = None,
-                 t_max: int = 32, seed: int = 0):
+                 t_max: int = 32, seed: int = WIDGET_SEED):
         """``pair=None`` draws the pair with the largest part of q_m . k_n at the starting m, n."""
         t_max = index_int("t_max", t_max)
         if not 2 <= t_max <= 512:

@@ -56,7 +56,7 @@ def plot_split(n_heads: int = 2, d_head: int = 2, wrong: bool = False, ax=None, 
 def plot_weight_maps(maps, tokens, axes, hatch="////"):
     """Section 5's panels: one attention map per entry of ``maps`` (name -> (weights (T, S),
     mask (T, S) bool, True = may look, caption)), token names on both axes, hidden cells
-    hatched, the caption under each map. Returns the images (one per panel)."""
+    hatched, the name and caption as the panel's title, "keys" under each map. Returns the images (one per panel)."""
     import matplotlib.pyplot as plt
     from matplotlib.collections import PatchCollection
 
@@ -71,10 +71,11 @@ def plot_weight_maps(maps, tokens, axes, hatch="////"):
         if mask.shape != np.shape(weights):
             raise ValueError(f"{name}: mask {mask.shape} and weights {np.shape(weights)} differ in shape")
         images.append(attention_heatmap(weights, ax=ax, tokens_q=tokens, tokens_k=tokens, annotate=False,
-                                        colorbar=False, title=name))
+                                        colorbar=False, title=f"{name}\n{caption}"))
         hidden = [plt.Rectangle((j - 0.5, i - 0.5), 1, 1) for i, j in np.argwhere(~mask)]
         ax.add_collection(PatchCollection(hidden, facecolor="none", edgecolor="0.75", hatch=hatch, lw=0))
-        ax.set_xlabel(caption, fontsize=style.ANNOTATION_PT)
+        ax.title.set_fontsize(style.ANNOTATION_PT)
+        ax.set_xlabel("keys")
         spec = ax.get_subplotspec()
         if spec is not None and not spec.is_first_col():
             ax.set_ylabel("")                              # one "queries" label per row of panels

@@ -4,7 +4,8 @@
 // change: the mask = (causal ? key j <= query i : true) AND (key j < real keys) AND the
 // cells the reader clicked on; the weights = masked softmax of the scores (the formula of
 // qkv_viz.core.attention.masked_softmax: shift by the largest ALLOWED score, exp, divide;
-// a row with no allowed key gets all zeros, never NaN). Hidden cells are hatched.
+// a row with no allowed key gets all zeros, never NaN). Hidden cells are hatched by the reason:
+// causal = '/', padding = '\\' (both, if both hide the cell), clicked = 'x'.
 
 // weights[i, j] = mask[i, j] exp(s[i, j] - m_i) / sum_j' mask[i, j'] exp(s[i, j'] - m_i)
 function maskedSoftmaxRows(scores, mask, rows, cols) {
@@ -33,13 +34,27 @@ function maskOf(rows, cols, causal, nReal, clicked) {
   return mask;
 }
 
-function hatch(ctx, x, y, w, hgt) {
+// why[i, j]: bit 1 = hidden by the causal mask, bit 2 = padding, bit 4 = clicked (0 = may look)
+function reasonsOf(rows, cols, causal, nReal, clicked) {
+  const why = new Uint8Array(rows * cols);
+  for (let i = 0; i < rows; i++)
+    for (let j = 0; j < cols; j++)
+      why[i * cols + j] = (causal && j > i + cols - rows ? 1 : 0) | (j >= nReal ? 2 : 0) | (clicked[i * cols + j] ? 4 : 0);
+  return why;
+}
+
+// causal: "/" lines, padding: "\" lines (grey-blue), clicked only: "x"
+function hatch(ctx, x, y, w, hgt, why) {
   ctx.save();
   ctx.fillStyle = "#ffffff";
   ctx.fillRect(x, y, w, hgt);
   ctx.beginPath(); ctx.rect(x, y, w, hgt); ctx.clip();
-  ctx.strokeStyle = "#b0b0b0"; ctx.lineWidth = 1;
-  for (let d = -hgt; d < w; d += 6) { ctx.beginPath(); ctx.moveTo(x + d, y + hgt); ctx.lineTo(x + d + hgt, y); ctx.stroke(); }
+  ctx.lineWidth = 1;
+  const up = (colour) => { ctx.strokeStyle = colour; for (let d = -hgt; d < w; d += 6) { ctx.beginPath(); ctx.moveTo(x + d, y + hgt); ctx.lineTo(x + d + hgt, y); ctx.stroke(); } };
+  const down = (colour) => { ctx.strokeStyle = colour; for (let d = -hgt; d < w; d += 6) { ctx.beginPath(); ctx.moveTo(x + d, y); ctx.lineTo(x + d + hgt, y + hgt); ctx.stroke(); } };
+  if (why & 1) up("#b0b0b0");
+  if (why & 2) down("#7a9cc6");
+  if (why === 4) { up("#d0a0a0"); down("#d0a0a0"); }
   ctx.restore();
 }
 
@@ -53,20 +68,21 @@ function render({model, el}) {
   const realOut = h("output", {text: String(model.get("n_real"))});
   const reset = h("button", {class: "qkv-reset", type: "button", text: "clear clicked cells"});
   const message = h("div", {class: "qkv-message", role: "status"});
-  const cell = 46, left = 70, top = 28, bottom = 70;
+  const cell = 46, left = 70, top = 28, bottom = 88;
   const pic = makeCanvas("qkv-mask-map", left + S * cell + 90, top + T * cell + bottom);
   const root = h("div", {class: "qkv-figure qkv-masks"}, [
     h("div", {class: "qkv-row"}, [
       h("label", {class: "qkv-control"}, [causal, h("span", {text: "causal mask"})]),
       labelled("real keys (the rest is padding)", real), realOut, reset]),
     pic.canvas, message,
-    h("div", {class: "qkv-hint", text: "Click a cell to hide or show that key for that query. Hatched = hidden (weight exactly 0)."})]);
+    h("div", {class: "qkv-hint", text: "Click a cell to hide or show that key for that query. Hidden (weight exactly 0): / causal, \\ padding, x clicked."})]);
   el.append(root);
   const s = {causal: causal.checked, nReal: Number(real.value), clicked: Array.from(model.get("clicked"), Boolean)};
 
   function update() {
     const mask = maskOf(T, S, s.causal, s.nReal, s.clicked);
     const w = maskedSoftmaxRows(scores, mask, T, S);
+    const why = reasonsOf(T, S, s.causal, s.nReal, s.clicked);
     const {ctx, width, height} = pic;
     ctx.clearRect(0, 0, width, height);
     drawHeatmap(ctx, w, T, S, lut, left, top, S * cell, T * cell);
@@ -75,7 +91,7 @@ function render({model, el}) {
       let any = false;
       for (let j = 0; j < S; j++) {
         const x = left + j * cell, y = top + i * cell, k = i * S + j;
-        if (!mask[k]) { hatch(ctx, x, y, cell, cell); continue; }
+        if (!mask[k]) { hatch(ctx, x, y, cell, cell, why[k]); continue; }
         any = true;
         text(ctx, w[k].toFixed(2), x + cell / 2, y + cell / 2, {align: "center", base: "middle", font: SMALL,
              colour: w[k] > 0.6 ? "#000" : "#fff"});
@@ -84,15 +100,16 @@ function render({model, el}) {
       text(ctx, tq[i], left - 6, top + (i + 0.5) * cell, {align: "right", base: "middle"});
     }
     tk.forEach((t, j) => text(ctx, t, left + (j + 0.5) * cell, top + T * cell + 8, {align: "right", base: "middle", angle: -Math.PI / 4}));
-    text(ctx, "keys (attended to)", left + S * cell / 2, height - 6, {align: "center"});
+    text(ctx, "keys (attended to)", left + S * cell / 2, height - 24, {align: "center"});
     text(ctx, "queries (attending)", 12, top + T * cell / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
     text(ctx, "attention weights after the mask", left, 16, {font: BOLD});
+    text(ctx, "hidden: / causal   \\ padding   x clicked", left, height - 6, {font: SMALL});
     drawColourBar(ctx, lut, left + S * cell + 14, top, 14, T * cell, "attention weight");
     realOut.textContent = String(s.nReal);
     setMessage(message, empty.length
       ? `fully masked row(s): ${empty.join(", ")}: no key allowed, so all weights are 0 (as masked_softmax gives, not NaN)`
       : "every row sums to 1 over its allowed keys", false);
-    el.qkv = {settings: {causal: s.causal, n_real: s.nReal}, mask: Array.from(mask), weights: Array.from(w)};
+    el.qkv = {settings: {causal: s.causal, n_real: s.nReal}, mask: Array.from(mask), why: Array.from(why), weights: Array.from(w)};
   }
 
   function save() {

@@ -40,7 +40,30 @@ def test_encoder_decoder_sketch_marks_both_attentions():
     patches = plot_encoder_decoder(ax=ax)
     texts = " ".join(t.get_text() for t in ax.texts)
     assert "causal self-attention" in texts and "cross-attention" in texts
-    assert "padding mask" in texts                          # the encoder masks padding too
+    assert texts.count("padding mask") == 2                 # encoder self-attention and cross-attention
     cross, enc = patches["dec_cross"].get_bbox(), patches["enc_out"].get_bbox()
     assert cross.y0 == enc.y0 and cross.x0 > enc.x1        # the encoder output feeds cross-attention sideways
+    plt.close(fig)
+
+
+def test_plot_decoder_masks_draws_causal_and_padding_per_sentence_and_head():
+    import matplotlib.pyplot as plt
+
+    from qkv_viz import causal_mask
+    from qkv_viz.chapters.ch07_masks.figures import HATCH, PAD_HATCH, plot_decoder_masks
+    fig, axes = plt.subplots(1, 4)
+    causal, padding, combined = plot_decoder_masks([4, 2], n_heads=2, axes=axes)
+    np.testing.assert_array_equal(causal, causal_mask(4))
+    np.testing.assert_array_equal(padding[:, 0], [[1, 1, 1, 1], [1, 1, 0, 0]])
+    np.testing.assert_array_equal(combined[1], causal_mask(4) & np.array([1, 1, 0, 0], bool))
+    # sentence 2, drawn once per head: 16 cells x 2 heads; its hidden cells: 6 causal + 3 padding-only, twice
+    patches = axes[3].patches
+    assert len(patches) == 32
+    assert sum(p.get_hatch() == HATCH for p in patches) == 12
+    assert sum(p.get_hatch() == PAD_HATCH for p in patches) == 6
+    assert "1, T" in axes[1].get_title()
+    with pytest.raises(ValueError, match="lengths"):
+        plot_decoder_masks([[1, 2]])
+    with pytest.raises(ValueError, match="axes"):
+        plot_decoder_masks([4, 2], axes=axes[:3])
     plt.close(fig)

@@ -37,10 +37,10 @@ def test_plot_weight_maps_hatches_the_hidden_cells_and_captions_each_panel():
     fig, axes = plt.subplots(1, 2)
     images = plot_weight_maps(maps, ["x", "y", "z"], axes)
     assert len(images) == 2
-    for ax, mask, caption in zip(axes, (causal, ~causal), ("first", "second")):
+    for ax, mask, name, caption in zip(axes, (causal, ~causal), "ab", ("first", "second")):
         hatched = [c for c in ax.collections if isinstance(c, PatchCollection)]
         assert len(hatched) == 1 and len(hatched[0].get_paths()) == int((~mask).sum())
-        assert ax.get_xlabel() == caption
+        assert ax.get_title() == f"{name}\n{caption}" and ax.get_xlabel() == "keys"
     assert axes[1].get_ylabel() == ""
     with pytest.raises(ValueError, match="need an axis per map"):
         plot_weight_maps(maps, ["x", "y", "z"], axes[:1])

@@ -313,6 +313,9 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
         y_s = (y_q + y_k) / 2
     # Q @ K^T: the two upper branches meet in an "@", the dot products come out
     floor = y_s + 0.36  # the chain's names sit above its arrow labels, however short the matrices
+    names = d["tokens"] or []
+    label_h = (0.085 * max(map(len, names)) + 0.08) if names else 0.0  # keys' names, upright above each T x T
+    floor = max(floor, y_s + T * c / 2 + label_h + 0.06) if names else floor
     lim = float(np.abs(d["scores"]).max()) or 1.0
     x_dot = boxes["q"][2] + 0.55
     dot = _at_node(canvas, "scores", x_dot, y_s)
@@ -351,6 +354,10 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
                           r"$T\times d_v$", f"{T}×{d_v}", name_color=style.VALUE_COLOR, name_floor=floor,
                             values=num(d["out"]))
     canvas.arrow("output", (a_box[2], y_s), (wv[0], y_s))
+    for stage, box in (("scores", s_box), ("scale", sc_box), ("softmax", a_box)) + ((("mask", m_box),) if masked else ()):
+        for j, name in enumerate(names):  # columns = the keys' tokens (rows: the queries', in the same order)
+            canvas.text(stage, box[0] + (j + 0.5) * c, box[3] + 0.05, name, size=style.MIN_FONT_PT,
+                        rotation=90, va="bottom", color="#555555", gid="token-label")
     canvas.arrow("output", (wv[2], y_s), (o_box[0], y_s))
     if d["numbers"]:  # V hangs below the "@" it enters, as the W's do on the first row
         v_cy = y_s - w_top - T * c / 2

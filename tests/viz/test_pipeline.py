@@ -169,3 +169,12 @@ def test_a_given_example_needs_all_four_matrices_and_matching_shapes():
         plot_pipeline(X=_BANK_X, W_q=_BANK_W["W_q"], W_k=np.ones((4, 2)), W_v=_BANK_W["W_v"])
     with pytest.raises(ValueError, match="tokens has 2 names"):
         plot_pipeline(X=_BANK_X, tokens=["a", "b"], **_BANK_W)
+
+
+def test_a_given_example_names_the_keys_above_every_t_by_t_matrix():
+    tokens = ["the", "river", "bank", "flooded"]
+    arts = plot_pipeline(X=_BANK_X, tokens=tokens, **_BANK_W)
+    for stage in ("scores", "scale", "softmax"):
+        names = [t.get_text() for t in arts[stage] if getattr(t, "get_gid", lambda: None)() == "token-label"]
+        assert names == tokens, stage
+    assert not [t for t in plot_pipeline()["softmax"] if getattr(t, "get_gid", lambda: None)() == "token-label"]

@@ -15,8 +15,8 @@ from qkv_viz.viz import style
 from qkv_viz.viz.plots import attention_heatmap, scores_heatmap
 
 COLORS = {"scaled": style.SCALED_COLOR, "unscaled": style.UNSCALED_COLOR, "over-scaled": style.CONTROL_COLOR,
-          "small init": style.OKABE_ITO[7]}
-LINESTYLES = {"small init": "--"}
+          "small init": style.OKABE_ITO[7], "unscaled, same lr": style.UNSCALED_COLOR}
+LINESTYLES = {"small init": "--", "unscaled, same lr": ":"}
 CURVES = {"loss": "loss", "acc": "accuracy", "grad_norm_q": "|grad W_q| (batch)",
           "grad_norm_k": "|grad W_k| (batch)",
           "grad_q_median": "|grad W_q| (median query)", "entropy": "entropy (nats)",

@@ -334,12 +334,13 @@ def seed_sweep(seeds=(0, 1, 2), d_k: int = 512, steps: int = 60, **overrides) ->
 
 def summary_table(runs: dict) -> str:
     """A fixed-width text table of the key numbers of each run (rounded, deterministic)."""
-    groups = f"{'':<21}{' first batch, step 0 ':-^26} {' outcome ':-^22}"
-    head = f"{'run':<12}{'lr':>9}{'score std':>10}{'entropy':>9}{'max w':>7}{'acc@end':>9}{'steps to 90%':>14}"
+    w = max([12] + [len(name) + 1 for name in runs])   # the name column
+    groups = f"{'':<{w + 9}}{' first batch, step 0 ':-^26} {' outcome ':-^22}"
+    head = f"{'run':<{w}}{'lr':>9}{'score std':>10}{'entropy':>9}{'max w':>7}{'acc@end':>9}{'steps to 90%':>14}"
     lines = [groups, head]
     for name, r in runs.items():
         reach = r.steps_to(0.9)
-        lines.append(f"{name:<12}{r.config.lr:>9.1e}{r.score_std[0]:>10.2f}{r.entropy[0]:>9.2f}"
+        lines.append(f"{name:<{w}}{r.config.lr:>9.1e}{r.score_std[0]:>10.2f}{r.entropy[0]:>9.2f}"
                      f"{r.max_weight[0]:>7.2f}{r.final_acc():>9.2f}{'never' if reach is None else reach:>14}")
     T = next(iter(runs.values())).config.seq_len if runs else 1
     lines.append(f"(entropy in nats: 0 for a one-hot row, ln {T} = {np.log(T):.2f} for a uniform one)")

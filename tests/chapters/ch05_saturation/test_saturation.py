@@ -347,3 +347,21 @@ def test_the_control_beats_the_scaled_run_on_every_seed():
     for r in rows:
         assert r["small_init_to_90"] is not None and r["small_init_to_90"] <= r["scaled_to_90"], r
         assert r["unscaled_acc"] < r["scaled_acc"] - 0.3, r
+
+
+def test_same_lr_unscaled_learns_at_large_dk_but_slower_than_scaled():
+    """The page's claim: delete the factor and keep the lr (the article's scenario) and the model
+    still learns at d_k = 512, later than the scaled run; at the matched lr it does not."""
+    base = SaturationConfig(d_k=512, seed=0)
+    same = train_retrieval(config_for("unscaled", base, matched=False))
+    scaled = train_retrieval(config_for("scaled", base))
+    assert same.config.lr == base.lr
+    assert same.steps_to(0.9) is not None and same.steps_to(0.9) > scaled.steps_to(0.9)
+
+
+def test_summary_table_widens_its_name_column_for_long_names(three):
+    runs = dict(three)
+    runs["unscaled, same lr"] = three["unscaled"]
+    lines = summary_table(runs).splitlines()
+    rows = [line for line in lines if line.startswith(("scaled", "unscaled"))]
+    assert len({line.index("e-0") for line in rows}) == 1   # the lr column lines up on every row

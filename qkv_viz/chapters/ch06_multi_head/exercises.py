@@ -1,4 +1,4 @@
-"""Chapter 6 exercises: split_heads, what each head writes through W_o, one matrix W_v W_o per head; sizes.
+"""Chapter 6 exercises: batched multi-head attention (checked against torch), split_heads, what each head writes through W_o, one matrix W_v W_o per head; sizes.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never the
 answer. The code checkers run the reader's function on fresh random cases (a new
@@ -8,6 +8,7 @@ random generator on every call unless ``seed`` is given) against the package, th
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from qkv_viz.chapters.feedback import Feedback, check_exact, check_function
 from qkv_viz.core.config import AttentionConfig
@@ -75,6 +76,74 @@ def _diagnose_split(got, want, case):
 def check_split_heads(fn, seed=None) -> Feedback:
     """Exercise 1: ``fn(x, n_heads)`` turns x (T, H*d_k) into (H, T, d_k) like ``split_heads``."""
     return _code(fn, split_heads, split_cases(seed=seed), "your split_heads", _diagnose_split)
+
+
+# ---------------------------------------------------------------- exercise 1: batched, torch's layout
+def batched_mha_reference(x, W_q, W_k, W_v, W_o, n_heads):
+    """``torch.nn.MultiheadAttention`` (batch first, no biases, float64) with our weights:
+    x (B, T, d_model) -> output (B, T, d_model)."""
+    d_model = x.shape[-1]
+    mha = torch.nn.MultiheadAttention(d_model, n_heads, bias=False, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():   # torch's nn.Linear layout (out, in) is the transpose of ours
+        mha.in_proj_weight.copy_(torch.from_numpy(np.concatenate([W_q, W_k, W_v], axis=1).T))
+        mha.out_proj.weight.copy_(torch.from_numpy(np.ascontiguousarray(W_o.T)))
+        xt = torch.from_numpy(np.ascontiguousarray(x))
+        return mha(xt, xt, xt, need_weights=False)[0].numpy()
+
+
+def batched_cases(n: int = 4, seed=None):
+    """Random (x (B, T, d_model), W_q, W_k, W_v, W_o, H) with B >= 2 and B, T, H, d_k all different."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(n):
+        B, T, H, d_k = (int(v) for v in rng.choice(np.arange(2, 8), size=4, replace=False))
+        d_model = H * d_k
+        W = [rng.normal(size=(d_model, d_model)) / np.sqrt(d_model) for _ in range(4)]
+        cases.append((rng.normal(size=(B, T, d_model)), *W, H))
+    return cases
+
+
+def _batched_variant(x, W_q, W_k, W_v, W_o, H, scale=None, split=None, merge=None):
+    """Our numpy version, optionally with one typical mistake (used to name it)."""
+    B, T, d_model = x.shape
+    d_k = d_model // H
+    split = split or (lambda a: a.reshape(B, T, H, d_k).transpose(0, 2, 1, 3))  # (B, T, H*d_k) -> (B, H, T, d_k)
+    merge = merge or (lambda a: a.transpose(0, 2, 1, 3).reshape(B, T, d_model))  # (B, H, T, d_k) -> (B, T, H*d_k)
+    q, k, v = split(x @ W_q), split(x @ W_k), split(x @ W_v)
+    scores = q @ k.swapaxes(-1, -2) * (1 / np.sqrt(d_k) if scale is None else scale)   # (B, H, T, T)
+    w = np.exp(scores - scores.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    return merge(w @ v) @ W_o                                                         # (B, T, d_model)
+
+
+def _diagnose_batched(got, want, case):
+    x, W_q, W_k, W_v, W_o, H = case
+    B, T, d_model = x.shape
+    d_k = d_model // H
+    if got.shape == (B, H, T, d_k):
+        return ("your result has shape (B, H, T, d_k): merge the heads back (transpose to (B, T, H, d_k), "
+                "reshape to (B, T, d_model)) and multiply by W_o.")
+    if got.shape != want.shape:
+        return None
+    mistakes = {
+        "you divided the scores by sqrt(d_model); each head divides by its own sqrt(d_k) = sqrt(d_model / H).":
+            dict(scale=1 / np.sqrt(d_model)),
+        "the scores were not divided by sqrt(d_k).": dict(scale=1.0),
+        "you reshaped straight to (B, H, T, d_k): that cuts the token rows into groups. Reshape to "
+        "(B, T, H, d_k) first, then swap axes 1 and 2.": dict(split=lambda a: a.reshape(B, H, T, d_k)),
+        "the merge reshaped (B, H, T, d_k) straight to (B, T, d_model): swap axes 1 and 2 back first.":
+            dict(merge=lambda a: a.reshape(B, T, d_model)),
+    }
+    for note, mistake in mistakes.items():
+        if np.allclose(got, _batched_variant(*case, **mistake)):
+            return note
+    return None
+
+
+def check_batched_mha(fn, seed=None) -> Feedback:
+    """Exercise 1: ``fn(x, W_q, W_k, W_v, W_o, n_heads)``, x (B, T, d_model) -> (B, T, d_model),
+    equals ``torch.nn.MultiheadAttention`` (no biases) with those weights, on batches of 2 or more."""
+    return _code(fn, batched_mha_reference, batched_cases(seed=seed), "your batched_mha", _diagnose_batched)
 
 
 # ---------------------------------------------------------------- exercise 2: W_o, head by head

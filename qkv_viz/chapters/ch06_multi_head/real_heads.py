@@ -1,4 +1,5 @@
-"""Trained heads from a real model beside random heads fed the same inputs.
+"""Trained heads from a real model beside random heads fed the same inputs (the best of as
+many random heads, at the trained head's score spread).
 
 The trained heads are picked by what they do (computed with
 ``qkv_viz.bridges.real_forward.head_patterns``), not by hand: for each pattern
@@ -79,6 +80,29 @@ def random_twins(trace: Trace, config, picks, seed: int = 0, spreads=None) -> np
     if spreads is not None:
         scores = scores * (np.asarray(spreads, dtype=float) / score_std(scores).mean(-1))[:, None, None]
     return softmax(scores)
+
+
+def best_random_heads(trace: Trace, config, picks, spreads, seed: int = 0):
+    """The fair control: for each picked ``(pattern, layer, head, share)``, the best of as many
+    random heads as the trained one was picked from.
+
+    One random layer per layer of the model (seeds ``seed``, ``seed + 1``, ...), each fed that
+    layer's own input, gives L * H random heads. Each head's scores are scaled to the trained
+    head's spread ``spreads[i]`` (mean row std), and the head with the most weight on the
+    pattern is kept. Returns ``(weights (n, T, T), [(layer, head), ...], shares (n,))``.
+    """
+    scores = np.stack([head_scores(x, init_multihead_params(config, seed=seed + layer), config.n_heads)
+                       for layer, x in enumerate(trace.hidden_states[:len(trace.weights)])])  # (L, H, T, T)
+    raw = score_std(scores).mean(-1)                                                         # (L, H)
+    maps, where, shares = [], [], []
+    for (name, _, _, _), spread in zip(picks, np.asarray(spreads, dtype=float)):
+        w = softmax(scores * (spread / raw)[..., None, None])                               # (L, H, T, T)
+        table = np.array([[pattern_share(m, name) for m in layer] for layer in w])         # (L, H)
+        layer, head = np.unravel_index(int(np.argmax(table)), table.shape)
+        maps.append(w[layer, head])
+        where.append((int(layer), int(head)))
+        shares.append(float(table[layer, head]))
+    return np.stack(maps), where, np.array(shares)
 
 
 def plot_trained_vs_random(trained, random, tokens, titles_trained, titles_random):

@@ -16,6 +16,23 @@ def split_heads(x, n_heads):
     return x.transpose(1, 0, 2)     # (T, H, d_k) -> (H, T, d_k): heads first
 
 
+def batched_mha(x, W_q, W_k, W_v, W_o, n_heads):
+    """Exercise 1. x (B, T, d_model) -> (B, T, d_model), torch's (B, H, T, d_k) layout inside."""
+    B, T, d_model = x.shape
+    d_k = d_model // n_heads
+
+    def split(a):   # (B, T, H*d_k) -> (B, T, H, d_k) -> (B, H, T, d_k)
+        return a.reshape(B, T, n_heads, d_k).transpose(0, 2, 1, 3)
+
+    q, k, v = split(x @ W_q), split(x @ W_k), split(x @ W_v)     # (B, H, T, d_k) each
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d_k)         # (B, H, T, d_k) @ (B, H, d_k, T) -> (B, H, T, T)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)                   # softmax over the keys
+    heads = weights @ v                                         # (B, H, T, T) @ (B, H, T, d_k) -> (B, H, T, d_k)
+    concat = heads.transpose(0, 2, 1, 3).reshape(B, T, d_model) # (B, H, T, d_k) -> (B, T, H, d_k) -> (B, T, d_model)
+    return concat @ W_o                                         # (B, T, d_model) @ (d_model, d_model)
+
+
 def head_contributions(heads, W_o):
     """Exercise 2. heads (H, T, d_v), W_o (H*d_v, d_model) -> (H, T, d_model)."""
     H, T, d_v = heads.shape

@@ -18,7 +18,7 @@ def _merge(heads):
     return heads.transpose(1, 0, 2).reshape(T, H * d_v)
 
 
-CODE = [(ch06.check_split_heads, sol.split_heads),
+CODE = [(ch06.check_batched_mha, sol.batched_mha), (ch06.check_split_heads, sol.split_heads),
         (ch06.check_head_contributions, sol.head_contributions),
         (ch06.check_fold_ov, sol.fold_ov)]
 NUMBERS = [(ch06.check_head_columns, sol.head_columns), (ch06.check_in_proj_params, sol.in_proj_params)]
@@ -133,3 +133,30 @@ def test_number_hints_do_not_give_the_answer():
         assert not fb.correct and "Hint" in fb.message
         for value in np.atleast_1d(right):
             assert str(int(value)) not in fb.message
+
+
+def test_batched_mistakes_are_named():
+    def unmerged(x, W_q, W_k, W_v, W_o, H):
+        B, T, d = x.shape
+        q = (x @ W_q).reshape(B, T, H, d // H).transpose(0, 2, 1, 3)
+        return q                                                    # (B, H, T, d_k)
+
+    def by_d_model(x, W_q, W_k, W_v, W_o, H):
+        return ch06._batched_variant(x, W_q, W_k, W_v, W_o, H, scale=1 / np.sqrt(x.shape[-1]))
+
+    def straight(x, W_q, W_k, W_v, W_o, H):
+        B, T, d = x.shape
+        return ch06._batched_variant(x, W_q, W_k, W_v, W_o, H, split=lambda a: a.reshape(B, H, T, d // H))
+
+    for fn, says in [(unmerged, "(B, H, T, d_k)"), (by_d_model, "sqrt(d_model)"), (straight, "reshaped straight")]:
+        fb = ch06.check_batched_mha(fn, seed=1)
+        assert not fb.correct and says in fb.message, fb.message
+
+
+def test_batched_reference_is_torch_and_batch_matters():
+    """The reference is torch's module; rows of a batch do not see each other."""
+    x, W_q, W_k, W_v, W_o, H = ch06.batched_cases(n=1, seed=0)[0]
+    want = ch06.batched_mha_reference(x, W_q, W_k, W_v, W_o, H)
+    assert x.shape[0] >= 2 and want.shape == x.shape
+    np.testing.assert_allclose(sol.batched_mha(x, W_q, W_k, W_v, W_o, H), want, atol=1e-10)
+    np.testing.assert_allclose(sol.batched_mha(x[1:2], W_q, W_k, W_v, W_o, H), want[1:2], atol=1e-10)

@@ -6,10 +6,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from qkv_viz.chapters.ch06_multi_head.real_heads import (head_scores, pattern_share, pick_heads,  # noqa: E402
+from qkv_viz.chapters.ch06_multi_head.real_heads import (best_random_heads, head_scores, pattern_share, pick_heads,  # noqa: E402
                                                         plot_trained_vs_random, random_head_weights,
                                                         random_twins)
 from qkv_viz.core.attention import softmax  # noqa: E402
+from qkv_viz.core.multihead import init_multihead_params  # noqa: E402
 from qkv_viz.core.diagnostics import effective_tokens, score_std  # noqa: E402
 
 real_model = pytest.importorskip("qkv_viz.bridges.real_model")
@@ -82,14 +83,19 @@ def test_head_scores_give_the_models_weights(trace_and_model):
         np.testing.assert_allclose(softmax(scores), trace.weights[layer], atol=1e-6)
 
 
-def test_scale_matched_twins_have_the_trained_spread_but_not_the_pattern(trace_and_model):
-    """The page's comparison: same score spread as the trained head, far less weight on its pattern."""
-    trace, model = trace_and_model
+def _picks_and_spreads(trace, model):
+    """The page's picked heads and their trained score spreads (mean row std)."""
     config = model.config.attention_config()
     picks = pick_heads(trace)
     trained = np.stack([head_scores(trace.hidden_states[l], model.layers[l].attn, config.n_heads)[h]
                         for _, l, h, _ in picks])
-    spreads = score_std(trained).mean(-1)
+    return config, picks, score_std(trained).mean(-1)
+
+
+def test_scale_matched_twins_have_the_trained_spread_but_not_the_pattern(trace_and_model):
+    """The page's comparison: same score spread as the trained head, far less weight on its pattern."""
+    trace, model = trace_and_model
+    config, picks, spreads = _picks_and_spreads(trace, model)
     twins = random_twins(trace, config, picks, seed=0, spreads=spreads)
     raw = random_twins(trace, config, picks, seed=0)
     for twin, r, (name, l, h, share), s in zip(twins, raw, picks, spreads):
@@ -100,3 +106,23 @@ def test_scale_matched_twins_have_the_trained_spread_but_not_the_pattern(trace_a
         assert pattern_share(trace.weights[l, h], name) == pytest.approx(share)
     with pytest.raises(ValueError, match="pattern"):
         pattern_share(twins[0], "nope")
+
+
+def test_best_random_heads_is_the_best_of_as_many_random_heads(trace_and_model):
+    """The fair control: best of L*H random heads, each scaled to the trained head's spread."""
+    trace, model = trace_and_model
+    config, picks, spreads = _picks_and_spreads(trace, model)
+    maps, where, shares = best_random_heads(trace, config, picks, spreads, seed=0)
+    assert maps.shape == (len(picks),) + trace.weights.shape[-2:]
+    for (name, *_), m, (layer, head), share, spread in zip(picks, maps, where, shares, spreads):
+        assert pattern_share(m, name) == pytest.approx(share)
+        for l in range(len(trace.weights)):   # no random head of any layer does better at the same spread
+            raw = head_scores(trace.hidden_states[l], init_multihead_params(config, seed=l), config.n_heads)
+            scaled = softmax(raw * (spread / score_std(raw).mean(-1))[:, None, None])
+            assert max(pattern_share(w, name) for w in scaled) <= share + 1e-12
+        assert score_std(np.log(m)).mean() == pytest.approx(spread, rel=1e-6)   # log softmax keeps the row std
+    # the page's reading: trained heads beat the best random ones clearly on these two patterns
+    trained_share = dict((n, s) for n, _, _, s in picks)
+    best = dict(zip([n for n, *_ in picks], shares))
+    assert trained_share["previous"] > best["previous"] + 0.4
+    assert trained_share["special"] > best["special"] + 0.2

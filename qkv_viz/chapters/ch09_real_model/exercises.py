@@ -1,6 +1,5 @@
-"""Chapter 9 exercises: two functions the reader writes (find the head that links two tokens;
-every head's share of a real layer's output), the score spread at initialisation, and
-BERT-large's attention size.
+"""Chapter 9 exercises: two functions the reader writes (the head that moves the most output
+from one token into another; every head's share of a real layer's output).
 
 Every checker takes the reader's answer (``None`` until they give one) and returns a
 :class:`~qkv_viz.chapters.feedback.Feedback` that says what is wrong, never the answer.
@@ -11,47 +10,51 @@ import numpy as np
 
 from qkv_viz.core.multihead import MultiHeadParams, split_heads
 from qkv_viz.core.softmax import softmax
-from qkv_viz.chapters.feedback import Feedback, check_close, check_function, no_answer
+from qkv_viz.chapters.feedback import Feedback, check_function
 
-BERT_LARGE = {"d_model": 1024, "n_heads": 16, "n_layers": 24}
-
-
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+# ---------------------------------------------------------------- 1. write moving_head
 
 
-# ---------------------------------------------------------------- 1. write find_head
-
-
-def _find_head(weights, tokens, query, key) -> np.ndarray:
+def _moving_head(weights, norms, tokens, query, key) -> np.ndarray:
     i, j = list(tokens).index(query), list(tokens).index(key)
-    w = np.asarray(weights)[:, :, i, j]  # (L, H, T, T) -> (L, H)
-    return np.array(np.unravel_index(int(np.argmax(w)), w.shape))  # (layer, head)
+    moved = np.asarray(weights)[:, :, i, j] * np.asarray(norms)[:, :, j]  # (L, H): w_ij ||v_j W_o^h||
+    return np.array(np.unravel_index(int(np.argmax(moved)), moved.shape))  # (layer, head)
 
 
-def find_head_cases(trace=None, seed=None) -> list:
-    """Cases (weights (L, H, T, T), tokens, query, key) for the checker.
+def moving_head_cases(model=None, trace=None, seed=None) -> list:
+    """Cases (weights (L, H, T, T), norms (L, H, T), tokens, query, key) for the checker.
 
-    The real ``trace`` (if given) asks for "it" -> "animal"; then random
-    attention over made-up tokens, with L != H and query != key, so that a
-    swapped (head, layer) or a transposed (key -> query) lookup is caught.
+    The real ``trace`` (if given, with its ``model``) asks for "it" -> "animal"; then random
+    attention and norms over made-up tokens, with L != H and query != key, drawn until the
+    right head and each common mistake's head differ (so the norms, and the key's, matter).
     """
+    from qkv_viz.bridges.real_forward import value_output_norms
+
     rng = np.random.default_rng(seed)
     cases = []
-    if trace is not None:
-        cases.append((np.asarray(trace.weights), list(trace.tokens), "it", "animal"))
+    if trace is not None and model is not None:
+        cases.append((np.asarray(trace.weights), value_output_norms(model, trace), list(trace.tokens),
+                      "it", "animal"))
     words = ["[CLS]", "a", "fox", "saw", "the", "owl", "and", "it", "ran", "home", "[SEP]"]
     for L, H, T in [(3, 5, 7), (4, 2, 9), (2, 6, 11)]:
         tokens = words[:T]
-        weights = softmax(3 * rng.normal(size=(L, H, T, T)), axis=-1)  # (L, H, T, T), rows sum to 1
-        query, key = rng.choice(tokens[1:-1], size=2, replace=False)
-        cases.append((weights, tokens, str(query), str(key)))
+        query, key = (str(t) for t in rng.choice(tokens[1:-1], size=2, replace=False))
+        i, j = tokens.index(query), tokens.index(key)
+        while True:
+            weights = softmax(3 * rng.normal(size=(L, H, T, T)), axis=-1)  # (L, H, T, T), rows sum to 1
+            norms = rng.uniform(0.2, 5.0, size=(L, H, T))                  # (L, H, T)
+            w = weights[:, :, i, j]
+            wrong = [w, w * norms[:, :, i], weights[:, :, j, i] * norms[:, :, i]]
+            picks = [int(np.argmax(a)) for a in [w * norms[:, :, j], *wrong]]
+            if len(set(picks)) == len(picks):  # right and each mistake name different heads
+                break
+        cases.append((weights, norms, tokens, query, key))
     return cases
 
 
-def _diagnose_find_head(got, want, case) -> str | None:
+def _diagnose_moving_head(got, want, case) -> str | None:
     """A precise sentence for the common wrong answers."""
-    weights, tokens, query, key = case
+    weights, norms, tokens, query, key = case
     L, H = weights.shape[:2]
     got = np.asarray(got, dtype=float)
     if got.shape == ():
@@ -63,22 +66,30 @@ def _diagnose_find_head(got, want, case) -> str | None:
         return f"you returned (head, layer) = {(layer, head)}; the order asked for is (layer, head)."
     if not (0 <= layer < L and 0 <= head < H):
         return f"({layer}, {head}) is not a head: layers run 0..{L - 1}, heads 0..{H - 1}."
-    if (layer, head) == tuple(_find_head(weights.swapaxes(-1, -2), tokens, query, key)):
-        return (f"you found the head where {key!r} looks at {query!r}. Rows are queries (the token that "
+    i, j = tokens.index(query), tokens.index(key)
+    w = weights[:, :, i, j]  # (L, H)
+    argmax = lambda a: tuple(int(n) for n in np.unravel_index(int(np.argmax(a)), a.shape))
+    if (layer, head) == argmax(w):
+        return (f"({layer}, {head}) is the head with the most WEIGHT from {query!r} to {key!r}; what it "
+                f"moves is that weight times the norm of {key!r}'s value, norms[:, :, j_key].")
+    if (layer, head) == argmax(w * norms[:, :, i]):
+        return (f"you multiplied by the norm of {query!r}'s value; what is moved is the KEY's value "
+                f"(the token looked at), norms[:, :, j_key].")
+    if (layer, head) == argmax(weights[:, :, j, i] * norms[:, :, i]):
+        return (f"you found what {key!r} takes from {query!r}. Rows are queries (the token that "
                 f"looks), columns keys: use weights[:, :, i_query, j_key].")
-    w = weights[:, :, tokens.index(query), tokens.index(key)]  # (L, H)
-    if np.isclose(w[layer, head], w.min()):
-        return f"({layer}, {head}) is the head with the LEAST weight from {query!r} to {key!r}."
-    return (f"head ({layer}, {head}) puts {w[layer, head]:.3f} of {query!r}'s weight on {key!r}; "
-            f"another head puts more.")
+    moved = w * norms[:, :, j]
+    return (f"head ({layer}, {head}) moves {moved[layer, head]:.3f} from {key!r} into {query!r}'s "
+            f"output; another head moves more.")
 
 
-def check_find_head(fn, trace=None, seed=None) -> Feedback:
-    """The reader's ``fn(weights, tokens, query, key) -> (layer, head)``, on the real ``trace``
-    (if given) and on fresh random attention."""
-    return check_function(fn, _find_head, find_head_cases(trace, seed), name="find_head",
-                          diagnose=_diagnose_find_head, shape_hints=True, atol=0,
-                          praise="It finds the right head on the real sentence and on random attention.")
+def check_moving_head(fn, model=None, trace=None, seed=None) -> Feedback:
+    """The reader's ``fn(weights, norms, tokens, query, key) -> (layer, head)``, on the real
+    ``trace`` (if ``model`` and ``trace`` are given) and on fresh random attention."""
+    return check_function(fn, _moving_head, moving_head_cases(model, trace, seed), name="moving_head",
+                          diagnose=_diagnose_moving_head, shape_hints=True, atol=0,
+                          praise="It finds the head that moves the most, on the real sentence and on "
+                                 "random attention.")
 
 
 # ---------------------------------------------------------------- 2. write head_outputs
@@ -146,46 +157,3 @@ def check_head_outputs(fn, model=None, trace=None, seed=None) -> Feedback:
     return check_function(fn, _head_outputs, head_outputs_cases(model, trace, seed), name="head_outputs",
                           diagnose=_diagnose_head_outputs, shape_hints=True, atol=1e-6,
                           praise="Every head's part is right: added up, with b_o, they are the layer's output.")
-
-
-# ---------------------------------------------------------------- 3. spread at initialisation
-
-
-def check_init_spread(answer) -> Feedback:
-    """BERT-base (d_model = 768, 12 heads of d_k = 64), W_q and W_k drawn with std 0.02, no bias,
-    inputs with unit-variance entries: the std of q . k / sqrt(d_k) along a row (2 decimals)?"""
-    d_model, std = 768, 0.02
-    expected = d_model * std ** 2
-    hint = ("an entry of q sums d_model products x_m W_mi, so its variance is d_model * std^2; "
-            "q . k sums d_k products of two such entries, then 1/sqrt(d_k) cancels the d_k.")
-    if _is_number(answer) and abs(answer - 384 * std ** 2) < 0.005:
-        return Feedback(False, "That is MiniLM's value (d_model = 384); BERT-base is wider. Hint: " + hint)
-    if _is_number(answer) and abs(answer - 1.0) < 0.05:
-        return Feedback(False, "1 is chapter 4's case, q and k with unit-variance entries; here the "
-                               "projections are much smaller. Hint: " + hint)
-    return check_close(answer, expected, rtol=0, atol=0.01, hint=hint,
-                       praise="768 x 0.02^2 ≈ 0.31: at initialisation BERT-base's rows are close to uniform.")
-
-
-# ---------------------------------------------------------------- 4. BERT-large
-
-
-def check_bert_large_params(answer) -> Feedback:
-    """Attention parameters (W_q, W_k, W_v, W_o and their biases) of ALL 24 layers of
-    BERT-large: d_model = 1024, 16 heads."""
-    d, L = BERT_LARGE["d_model"], BERT_LARGE["n_layers"]
-    per_layer = 4 * d * d + 4 * d
-    hint = ("one layer has four d_model x d_model matrices and four bias vectors of length d_model; "
-            "the number of heads does not change the count. Then multiply by the layers.")
-    if answer is None:
-        return no_answer()
-    if not _is_number(answer):
-        return Feedback(False, f"Give one whole number. Hint: {hint}")
-    if answer == L * 4 * d * d:
-        return Feedback(False, "Close: you counted the matrices but not the biases. Hint: " + hint)
-    if answer == per_layer:
-        return Feedback(False, "That is one layer; the question asks for all of them. Hint: " + hint)
-    if answer == L * 3 * (d * d + d):
-        return Feedback(False, "You left out the output projection W_o. Hint: " + hint)
-    return check_close(answer, L * per_layer, rtol=0, atol=0.5, hint=hint,
-                       praise="24 layers of four 1024 x 1024 matrices and four biases: about 100.8 M.")

@@ -1,5 +1,5 @@
-"""Chapter 9's static pictures: the value side of [CLS], and one token's attention row
-in chosen heads for two sentences."""
+"""Chapter 9's static pictures: the value side of [CLS], one head's scores beside its
+weights, and one token's attention row in chosen heads for two sentences."""
 from __future__ import annotations
 
 import numpy as np
@@ -69,5 +69,36 @@ def token_row_figure(rows, tokens, titles, labels):
         ax.set_ylim(0, 1)
     axes[0, 0].set_ylabel("attention weight")
     axes[0, -1].legend(loc="upper right")
+    plt.close(fig)
+    return fig
+
+
+def scores_weights_figure(scores, weights, tokens, marked, title=""):
+    """One head's scores (T, T) before softmax (left, diverging colours) beside its weights
+    (right, 0..1), keys on columns, queries on rows; the rows of the tokens in ``marked``
+    are outlined on both panels. Returns the figure (closed, for display)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from qkv_viz.viz.plots import attention_heatmap, scores_heatmap
+
+    scores, weights = as_array("scores", scores, ndim=2), as_array("weights", weights, ndim=2)
+    T = scores.shape[0]
+    if scores.shape != (T, T) or weights.shape != (T, T) or len(tokens) != T:
+        raise ValueError(f"scores {scores.shape} and weights {weights.shape} must both be (T, T) "
+                         f"for the {len(tokens)} tokens")
+    rows = [list(tokens).index(t) for t in marked]  # ValueError names a token that is not there
+    fig, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.52), layout="constrained")
+    scores_heatmap(scores, ax=axes[0], tokens_q=tokens, tokens_k=tokens, annotate=False,
+                   title="scores  q·k/√d_k", colorbar_label="scores")
+    attention_heatmap(weights, ax=axes[1], tokens_q=tokens, tokens_k=tokens, annotate=False,
+                      title="weights = softmax of each row", colorbar_label="weights")
+    for ax in axes:
+        for i in rows:
+            ax.add_patch(Rectangle((-0.5, i - 0.5), T, 1, fill=False, lw=1.6, ec="black"))
+        ax.set_xlabel("key")
+        ax.set_ylabel("query")
+    if title:
+        fig.suptitle(title)
     plt.close(fig)
     return fig

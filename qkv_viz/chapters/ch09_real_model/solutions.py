@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 
-# 1. The weight from `query` to `key` in every head is one (L, H) slice of the weights:
-#    row = the query's position, column = the key's position. Its argmax is the head.
-def find_head(weights, tokens, query, key):
-    """weights (L, H, T, T), tokens (T,) strings -> (layer, head) with the largest query -> key weight."""
+# 1. Head h moves w_ij (v_j W_o^h) from key j into query i's output; its length is the weight
+#    times the value norm of the KEY j. One (L, H) slice of the weights times one of the norms.
+def moving_head(weights, norms, tokens, query, key):
+    """weights (L, H, T, T), norms (L, H, T), tokens (T,) -> (layer, head) moving the most."""
     i, j = tokens.index(query), tokens.index(key)
-    w = weights[:, :, i, j]  # (L, H, T, T) -> (L, H)
-    layer, head = np.unravel_index(np.argmax(w), w.shape)  # flat index -> (layer, head)
+    moved = weights[:, :, i, j] * norms[:, :, j]  # (L, H) * (L, H) -> (L, H)
+    layer, head = np.unravel_index(np.argmax(moved), moved.shape)  # flat index -> (layer, head)
     return int(layer), int(head)
 
 
@@ -28,14 +28,3 @@ def head_outputs(x, p, n_heads):
     weights /= weights.sum(axis=-1, keepdims=True)  # softmax over the keys
     W_o = p.W_o.reshape(n_heads, -1, d_model)  # (H*d_v, d_model) -> (H, d_v, d_model)
     return weights @ v @ W_o  # (H, T, T) @ (H, T, d_v) @ (H, d_v, d_model) -> (H, T, d_model)
-
-
-# 3. An entry of q = x W_q sums d_model terms x_m W_mi of variance 1 * std^2: Var = d_model std^2.
-#    q . k sums d_k products of two such entries: Var = d_k (d_model std^2)^2; dividing by
-#    sqrt(d_k) leaves std = d_model std^2 = 768 * 0.02^2.
-INIT_SPREAD_BERT_BASE = round(768 * 0.02 ** 2, 2)  # 0.31
-
-# 4. Per layer: four (1024, 1024) matrices + four biases of 1024; 24 layers. Heads do not
-#    change the count: 16 heads of d_k = 64 are the same 1024 columns, sliced.
-d_model, n_layers = 1024, 24
-BERT_LARGE_ATTENTION_PARAMS = n_layers * (4 * d_model * d_model + 4 * d_model)  # 100,761,600

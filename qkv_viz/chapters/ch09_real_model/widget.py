@@ -24,7 +24,7 @@ def head_grid_figure(trace, layer: int, ncols: int = 4):
     effective tokens (mean over queries)."""
     weights = trace.weights[layer]  # (L, H, T, T) -> (H, T, T)
     eff = head_sharpness(trace)["effective_tokens"][layer]  # (H,)
-    titles = [f"head {h}: {eff[h]:.1f} tokens" for h in range(weights.shape[0])]
+    titles = [f"head {h}: {eff[h]:.1f} effective tokens" for h in range(weights.shape[0])]
     images = head_grid(weights, tokens_q=trace.tokens, tokens_k=trace.tokens, ncols=ncols,
                        titles=titles, suptitle=f"layer {layer}: attention weights of every head "
                                                "(rows: queries, columns: keys)")

@@ -34,3 +34,24 @@ def test_token_row_figure_panels_series_and_labels():
     np.testing.assert_allclose([p.get_height() for p in axes[1].patches], rows[1].ravel())
     with pytest.raises(ValueError, match="4 tokens"):
         token_row_figure(rows, list("abcd"), ["p0", "p1"], ["s0", "s1", "s2"])
+
+
+def test_scores_weights_figure_marks_the_rows_and_shows_both_matrices():
+    from matplotlib.patches import Rectangle
+
+    from qkv_viz.chapters.ch09_real_model.figures import scores_weights_figure
+    from qkv_viz.core.softmax import softmax
+
+    tokens = ["[CLS]", "a", "cat", "it", "[SEP]"]
+    scores = np.arange(25.0).reshape(5, 5) / 10 - 1
+    fig = scores_weights_figure(scores, softmax(scores), tokens, ["it", "cat"])
+    left, right = (next(ax for ax in fig.axes if ax.get_title().startswith(w)) for w in ("scores", "weights"))
+    np.testing.assert_allclose(left.get_images()[0].get_array(), scores)
+    np.testing.assert_allclose(right.get_images()[0].get_array(), softmax(scores))
+    for ax in (left, right):
+        ys = sorted(p.get_y() + 0.5 for p in ax.patches if isinstance(p, Rectangle) and not p.get_fill())
+        assert ys == [2, 3]
+    with pytest.raises(ValueError):
+        scores_weights_figure(scores, softmax(scores), tokens, ["dog"])
+    with pytest.raises(ValueError, match="4 tokens"):
+        scores_weights_figure(scores, softmax(scores), tokens[:4], ["it"])

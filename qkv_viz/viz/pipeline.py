@@ -347,7 +347,7 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
     canvas.arrow("softmax", (last[2], y_s), (a_box[0], y_s), label="softmax")
     _scale_bar(canvas, "softmax", x_a, a_box[1] - 0.5, style.WEIGHTS_CMAP, ("0", "1"), "weights")
     # weights @ V -> output
-    x_wv = a_box[2] + op_gap * (0.85 if d["numbers"] else 0.5)  # numbers: room for the name of V under it
+    x_wv = a_box[2] + (op_gap * 0.85 + max(0, d_v - 2) * c / 2 if d["numbers"] else op_gap * 0.5)  # room for V under it
     wv = _at_node(canvas, "output", x_wv, y_s)
     x_o = x_wv + 0.2 + op_gap / 2 + d_v * c / 2
     o_box = canvas.matrix("output", x_o, y_s, _tint(style.VALUE_COLOR, d["out"]), "output",

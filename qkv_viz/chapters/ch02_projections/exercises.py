@@ -1,4 +1,4 @@
-"""Chapter 2 exercises: attention straight from X, who prefers itself, a rival longer than the token itself,
+"""Chapter 2 exercises: design a head (a determiner finds its noun), attention straight from X, who prefers itself, a rival longer than the token itself,
 a head's blind directions.
 
 Each ``check_*`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``): right or
@@ -11,13 +11,73 @@ import numpy as np
 
 from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.projections import qkv_projections
-from qkv_viz.chapters.feedback import Feedback, check_close, check_exact, check_function
+from qkv_viz.chapters.feedback import (NOT_IMPLEMENTED, Feedback, as_array, check_close, check_exact,
+                                      check_function, no_answer)
 
 RIVAL_X1, RIVAL_ANGLE_DEG = np.array([3.0, 4.0]), 60.0   # exercise 3: token 0, and the angle to token 1
 RANK_D_MODEL, RANK_D_K = 512, 64   # exercise 4's head: d_model = 512, d_k = 64
 
 
-# ---------------------------------------------------------------- exercise 1: attention straight from X
+# ---------------------------------------------------------------- exercise 1: design a head
+PAGE_TOKENS = ("the", "dog", "chased", "a", "ball")
+PAGE_X = np.array([[0, 0, 0, 1], [1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0, 1, 0, 0]], dtype=float)
+#                  features: animate, thing, action, determiner        (T, d_model) = (5, 4)
+
+
+def page_weights(W_q, W_k, X=PAGE_X):
+    """softmax((X W_q)(X W_k)^T / sqrt(d_k)) on the page's sentence: (T, T) = (5, 5)."""
+    scores = (X @ W_q) @ (X @ W_k).T / np.sqrt(W_k.shape[1])  # (5, d_k) @ (d_k, 5) -> (5, 5)
+    return _softmax(scores)
+
+
+def check_determiner_head(fn) -> Feedback:
+    """Exercise 1: ``fn() -> (W_q, W_k)``, each (4, d_k), such that on the page's sentence
+    "a" reads "ball" most with a weight above 0.5 and "chased" still reads "dog" most."""
+    if fn is None:
+        return no_answer()
+    if not callable(fn):
+        return Feedback(False, f"determiner_head should be a function (def ...), got {type(fn).__name__}.")
+    try:
+        result = fn()
+    except NotImplementedError:
+        return Feedback(False, NOT_IMPLEMENTED, pending=True)
+    except Exception as exc:  # noqa: BLE001  the reader's code may raise anything
+        return Feedback(False, f"determiner_head() raised {type(exc).__name__}: {exc}")
+    if result is None:
+        return no_answer()
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        return Feedback(False, "determiner_head() should return two matrices, (W_q, W_k).")
+    try:
+        W_q, W_k = (as_array(m)[0].astype(float) for m in result)
+    except Exception as exc:  # noqa: BLE001
+        return Feedback(False, f"W_q and W_k should be arrays of numbers: {exc}")
+    if W_q.ndim != 2 or W_k.ndim != 2 or W_q.shape[0] != 4 or W_k.shape[0] != 4 or W_q.shape[1] != W_k.shape[1]:
+        return Feedback(False, f"W_q and W_k must both have shape (4, d_k), one row per feature and the same d_k; "
+                               f"got {W_q.shape} and {W_k.shape}.")
+    if not (np.all(np.isfinite(W_q)) and np.all(np.isfinite(W_k))):
+        return Feedback(False, "W_q or W_k contains NaN or inf.")
+    w = page_weights(W_q, W_k)
+    t = PAGE_TOKENS.index
+
+    def reads(row):  # what a row of weights reads most, in words
+        if np.ptp(row) < 1e-9:
+            return "every token equally"
+        return f'"{PAGE_TOKENS[int(row.argmax())]}" most'
+
+    a_row, verb_row = w[t("a")], w[t("chased")]
+    if a_row.argmax() != t("ball") or a_row[t("ball")] <= 0.5:
+        return Feedback(False, f'"a" gives "ball" the weight {a_row[t("ball")]:.2f} and reads {reads(a_row)}. '
+                               "Its query comes from the determiner row of W_q; it must point along a key "
+                               "coordinate that only a thing (a noun that cannot act) offers.")
+    if verb_row.argmax() != t("dog"):
+        return Feedback(False, f'"a" finds "ball" ({a_row[t("ball")]:.2f}), but "chased" now reads '
+                               f'{reads(verb_row)}, not "dog" most: keep the verb\'s rule too.')
+    return Feedback(True, f'"a" reads "ball" with weight {a_row[t("ball")]:.2f} and "chased" still reads "dog" '
+                          f'({verb_row[t("dog")]:.2f}). Note that "the" now reads "ball" too: with the same features, '
+                          "a head cannot tell the two determiners apart (chapter 10 adds positions).")
+
+
+# ---------------------------------------------------------------- attention straight from X (kept for reuse)
 def reference_attend(X, W_q, W_k, W_v):
     """softmax((X W_q)(X W_k)^T / sqrt(d_k)) (X W_v), batch by batch: (output (B, T, d_v), weights (B, T, T))."""
     Q, K, V = qkv_projections(X, W_q, W_k, W_v)  # (B, T, d_model) @ (d_model, d) -> (B, T, d)

@@ -7,7 +7,22 @@ from __future__ import annotations
 import numpy as np
 
 
-# Exercise 1: the page's projections, then chapter 1's matrix lines with 1/sqrt(d_k), for a batch.
+# Exercise 1: a third key coordinate, "I am a thing", offered by the thing row of W_k and asked
+# for by the determiner row of W_q; the page's two coordinates (the verb's rule) stay as they were.
+def determiner_head():
+    """-> (W_q, W_k), each (4, 3): rows animate, thing, action, determiner."""
+    W_q = np.array([[0, 2, 0],      # animate: asks for an action
+                    [0, 2, 0],      # thing: asks for an action
+                    [2, 0, 0],      # action: asks for someone who can act
+                    [0, 0, 3.]])    # determiner: asks for a thing
+    W_k = np.array([[2, 0, 0],      # animate: I can act
+                    [0, 0, 2],      # thing: I am a thing
+                    [0, 2, 0],      # action: I am an action
+                    [0, 0, 0.]])    # determiner: offers nothing
+    return W_q, W_k
+
+
+# Batched attention from X (no longer on the page): the projections, then chapter 1's matrix lines with 1/sqrt(d_k), for a batch.
 def attend(X, W_q, W_k, W_v):
     """X (B, T, d_model), W_q/W_k (d_model, d_k), W_v (d_model, d_v)
     -> (output (B, T, d_v), weights (B, T, T))."""

@@ -93,3 +93,33 @@ def test_blind_directions_are_computed_not_guessed():
     for wrong_answer in (ch02.RANK_D_K, ch02.RANK_D_MODEL):           # the rank itself; all directions
         wrong = ch02.check_blind_directions(wrong_answer)
         assert not wrong and str(sol.BLIND_DIRECTIONS) not in wrong.message
+
+
+def test_determiner_head_accepts_the_solution_and_names_each_mistake():
+    assert ch02.check_determiner_head(sol.determiner_head)
+    assert ch02.check_determiner_head(None).pending
+
+    def stub():
+        raise NotImplementedError
+    assert ch02.check_determiner_head(stub).pending
+    W_q, W_k = sol.determiner_head()
+    fb = ch02.check_determiner_head(lambda: (np.zeros((4, 2)), np.zeros((4, 2))))
+    assert not fb and "every token equally" in fb.message
+    assert "shape (4, d_k)" in ch02.check_determiner_head(lambda: (W_q, W_k[:, :2])).message
+    no_verb = W_q.copy()
+    no_verb[2] = 0
+    fb = ch02.check_determiner_head(lambda: (no_verb, W_k))
+    assert not fb and "chased" in fb.message
+    assert "two matrices" in ch02.check_determiner_head(lambda: W_q).message
+    assert not ch02.check_determiner_head(lambda: (W_q.tolist(), (W_k * np.nan).tolist()))
+    # the page's own matrices leave "a" reading everyone equally
+    fb = ch02.check_determiner_head(lambda: (W_q[:, :2], W_k[:, :2]))
+    assert not fb and '"a"' in fb.message
+
+
+def test_page_weights_are_the_pages_attention():
+    W_q = np.array([[0, 2], [0, 2], [2, 0], [0, 0.]])
+    W_k = np.array([[2, 0], [0, 0], [0, 2], [0, 0.]])
+    w = ch02.page_weights(W_q, W_k)
+    np.testing.assert_allclose(w.sum(axis=1), 1.0)
+    assert w[2].argmax() == 1 and abs(w[2, 1] - 0.81) < 0.01  # the page: chased reads dog 0.81

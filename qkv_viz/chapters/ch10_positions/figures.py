@@ -57,13 +57,25 @@ def plot_dot_grid(grid, ax=None, title=None, label="$q_m \\cdot k_n$"):
     return im
 
 
-def plot_head(weights, axes=None, titles=("without positions", "with RoPE")):
-    """Weights (T, T) of one head, side by side (e.g. without and with RoPE), on 0..1."""
+def plot_head(weights, axes=None, titles=("without positions", "with RoPE"), tokens=None):
+    """Weights (T, T) of one head, side by side (e.g. without and with RoPE), on 0..1.
+    ``tokens``: one list of T token strings per panel (or None there: positions 0..T-1)."""
     ws = [as_array("weights", w, ndim=2) for w in weights]
+    tokens = list(tokens) if tokens is not None else [None] * len(ws)
+    if len(tokens) != len(ws):
+        raise ValueError(f"tokens must have one entry per panel: {len(ws)} panels, {len(tokens)} entries")
     axs = _axes(axes, len(ws), 0.42 if len(ws) < 3 else 0.34)
     ims = []
-    for ax, w, title in zip(axs, ws, titles):
+    for ax, w, title, toks in zip(axs, ws, titles, tokens):
         ims.append(ax.imshow(w, cmap=style.WEIGHTS_CMAP, vmin=0, vmax=1, interpolation="nearest"))
+        if toks is not None:
+            if len(toks) != w.shape[0] or w.shape[0] != w.shape[1]:
+                raise ValueError(f"tokens must name the {w.shape[0]} rows of a square map, got {len(toks)}")
+            ax.set(xticks=range(len(toks)), yticks=range(len(toks)), title=title)
+            ax.set_xticklabels(toks, rotation=90)
+            ax.set_yticklabels(toks)
+            ax.set(xlabel="key", ylabel="query")
+            continue
         ax.set(xlabel="key position n", ylabel="query position m", title=title,
                xticks=range(0, w.shape[1], 1 if w.shape[1] <= 10 else 2),
                yticks=range(0, w.shape[0], 1 if w.shape[0] <= 10 else 2))
@@ -122,7 +134,7 @@ def plot_frequencies_and_decay(d_k: int, base: float, distances, expected, axes=
     ax1, ax2 = _axes(axes, 2, 0.38)
     theta = rope_frequencies(d_k, base)
     arts = [ax1.semilogy(np.arange(theta.size), theta, "o-", ms=3, color=style.QUERY_COLOR)[0]]
-    ax1.set(xlabel="pair i", ylabel="θ_i (radians per position)",
+    ax1.set(xlabel="pair i", ylabel="$\\theta_i$ (radians per position)",
             title=f"frequencies, d_k = {d_k}, base = {base:g}")
     arts.append(ax2.plot(distances, expected, color=style.QUERY_COLOR)[0])
     ax2.axhline(0, color="#444", lw=0.8)

@@ -81,3 +81,22 @@ def test_decay_panel_draws_the_closed_form():
     d = np.arange(0, 100)
     arts = figures.plot_frequencies_and_decay(16, 10000.0, d, toy.expected_decay(16, d))
     np.testing.assert_allclose(arts[1].get_ydata(), toy.expected_decay(16, d))
+
+
+def test_head_map_names_its_tokens_and_refuses_a_wrong_count():
+    import matplotlib.pyplot as plt
+    w = np.eye(3)
+    ims = figures.plot_head([w, w], tokens=[None, ["dog", "bites", "man"]])
+    ax = ims[1].axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["dog", "bites", "man"]
+    assert ims[0].axes.get_xlabel() == "key position n"
+    plt.close("all")
+    with pytest.raises(ValueError, match="tokens must"):
+        figures.plot_head([w], tokens=[["dog", "man"]])
+
+
+def test_frequency_axis_label_is_mathtext():
+    import matplotlib.pyplot as plt
+    figures.plot_frequencies_and_decay(8, 10000.0, np.arange(5), np.ones(5))
+    assert "$\\theta_i$" in plt.gcf().axes[0].get_ylabel()
+    plt.close("all")

@@ -110,9 +110,10 @@ function divColour(x) {
 const short = (v) => (Math.abs(v - Math.round(v)) < 1e-9 ? String(Math.round(v)) : v.toFixed(1).replace(/^(-?)0\./, "$1."));
 
 function render({model, el}) {
-  const d = model.get("d_model"), H = model.get("n_heads"), dh = d / H;
+  const d = model.get("d_model"), H = model.get("n_heads");
   const vocab = model.get("vocab"), nv = vocab.length, lut = bytesOf(model.get("lut"));
   const E = asF64(model.get("E")), Wq = asF64(model.get("W_q")), Wk = asF64(model.get("W_k"));
+  const dh = Wq.length / (d * H);                            // d_k: W_q is d_model x H d_k
   const Wv = asF64(model.get("W_v")), Wo = asF64(model.get("W_o"));
   const prompt = model.get("prompt"), stop = model.get("stop"), maxTokens = model.get("max_tokens");
   const kvChoices = [];

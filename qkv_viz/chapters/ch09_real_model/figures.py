@@ -93,9 +93,9 @@ def scores_weights_figure(scores, weights, tokens, marked, title=""):
                    title="scores  q·k/√d_k", colorbar_label="scores")
     attention_heatmap(weights, ax=axes[1], tokens_q=tokens, tokens_k=tokens, annotate=False,
                       title="weights = softmax of each row", colorbar_label="weights")
-    for ax in axes:
+    for ax, edge in zip(axes, ("black", "white")):  # visible on the pale scores and the dark weights
         for i in rows:
-            ax.add_patch(Rectangle((-0.5, i - 0.5), T, 1, fill=False, lw=1.6, ec="black"))
+            ax.add_patch(Rectangle((-0.5, i - 0.5), T, 1, fill=False, lw=1.6, ec=edge))
         ax.set_xlabel("key")
         ax.set_ylabel("query")
     if title:

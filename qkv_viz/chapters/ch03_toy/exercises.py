@@ -1,4 +1,4 @@
-"""Chapter 3 exercises: attention with a batch axis and T != S, the weights back from an output, one number.
+"""Chapter 3 exercises: attention with a batch axis and T != S, the weights back from an output, a query that ties two keys.
 
 Each ``check_*`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``): right or
 wrong with a hint that never gives the answer away; ``None`` means "no answer yet".
@@ -10,9 +10,9 @@ import numpy as np
 
 from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.softmax import softmax
-from qkv_viz.chapters.feedback import Feedback, check_close, check_function
+from qkv_viz.chapters.feedback import AnswerError, Feedback, as_array, check_function, no_answer
 from qkv_viz.chapters.ch03_toy.figures import barycentric
-from qkv_viz.chapters.ch03_toy.toy import TOY_SCORES, toy_steps
+from qkv_viz.chapters.ch03_toy.toy import TOY_K
 
 
 
@@ -142,11 +142,29 @@ def check_weights_from_output(fn, seed=None) -> Feedback:
                                  "two coordinates and 'the weights sum to 1', three equations.")
 
 
-def check_weights_d_k_8(answer) -> Feedback:
-    """Exercise 3: the weights of token 0's raw scores [2, 5, 1] if the head had d_k = 8 (3 weights)."""
-    expected = toy_steps(TOY_SCORES, d_k=8).weights
-    return check_close(answer, expected,
-                       "the scale is now 1/sqrt(8); scale, exponentiate, then divide by the sum. "
-                       "Your weights should add up to 1 and be less peaked than at d_k = 2.",
-                       rtol=0.0, atol=0.006,  # the page asks for 2 decimals: any correct rounding passes
-                       praise="That matches (to 2 decimals).")
+def check_tie_query(answer) -> Feedback:
+    """Exercise 3: a query q (2,) for which the toy's keys k0 and k2 get equal weight and k1 less than either."""
+    if answer is None:
+        return no_answer()
+    try:
+        q, _ = as_array(answer)
+    except AnswerError as exc:
+        return Feedback(False, f"your answer {exc}. Hint: give the query as two numbers, e.g. np.array([x, y]).")
+    if q.shape != (2,):
+        return Feedback(False, f"your query has shape {q.shape}; the toy's keys have d_k = 2, so q is (2,). Hint: "
+                               "two numbers.")
+    if not np.all(np.isfinite(q)):
+        return Feedback(False, "your query holds NaN or inf. Hint: two finite numbers.")
+    dots = TOY_K @ q                                 # (3, 2) @ (2,) -> (3,): q . k_j
+    weights = softmax(dots / np.sqrt(2))
+    if not np.isclose(weights[0], weights[2], atol=1e-6):
+        return Feedback(False, f"your q gives q.k0 = {dots[0]:.3g} and q.k2 = {dots[2]:.3g}, weights "
+                               f"{weights[0]:.3f} and {weights[2]:.3f}. Hint: k0 = (0, 1) and k2 = (1, 0); equal "
+                               "weights need equal dot products.")
+    if weights[1] >= weights[0] - 1e-9:
+        return Feedback(False, f"k0 and k2 tie at {weights[0]:.3f} each, but k1 gets {weights[1]:.3f}, not less. "
+                               "Hint: write q.k1 with k1 = (1, 2) in terms of q.k0 and q.k2; when is it the "
+                               "smallest?")
+    return Feedback(True, f"k0 and k2 get {weights[0]:.3f} each and k1 {weights[1]:.3f}. With q = (a, a), "
+                          "q.k1 = 3a is below a exactly when a < 0: a query pointing away from all three keys "
+                          "picks the shortest ones.")

@@ -26,6 +26,6 @@ def weights_from_output(V, output):
     return np.linalg.solve(A, b)                        # (3, 3) x = (3,) -> (3,)
 
 
-# Exercise 3: same scores, d_k = 8, so divide by sqrt(8) ~ 2.83 instead of sqrt(2).
-_scaled = np.array([2.0, 5.0, 1.0]) / np.sqrt(8)         # [0.71, 1.77, 0.35]
-WEIGHTS_D_K_8 = np.exp(_scaled) / np.exp(_scaled).sum()  # about [0.22, 0.63, 0.15]: flatter
+# Exercise 3: k0 = (0, 1), k2 = (1, 0), so q = (a, a) ties them (q.k0 = q.k2 = a); k1 = (1, 2) gives
+# q.k1 = 3a, below a exactly when a < 0.
+TIE_QUERY = np.array([-1.0, -1.0])   # weights [0.446, 0.108, 0.446]

@@ -125,11 +125,11 @@ class VectorMoveFigure(CanvasFigure):
                    overhang=0.2)  # wide and under the keys, so a key equal to q still shows
         same = self.same_as_key()
         for j, k in enumerate(K):
-            # a key equal to q is drawn beside it (shifted across q's direction) and labelled so
-            shift = 0.3 * np.array([q[1], -q[0]]) / np.linalg.norm(q) if j == same else np.zeros(2)
-            left.arrow(*shift, *k, color=style.KEY_COLOR, width=0.02, **arrow)
-            left.annotate(f"k{j}" + (" (= q)" if j == same else ""), k + shift, xytext=(4, 4),
-                          textcoords="offset points", color=style.KEY_COLOR, fontweight="bold")
+            # every key from the origin, in its value's colour; a key equal to q is dashed over it
+            colour = SHARE_COLOURS[j % 3]
+            left.arrow(0, 0, *k, color=colour, width=0.02, ls="--" if j == same else "-", **arrow)
+            left.annotate(f"k{j}" + (" (= q)" if j == same else ""), k, xytext=(4, 4),
+                          textcoords="offset points", color=colour, fontweight="bold")
         left.text(0.03, 0.03, f"q = ({q[0]:.1f}, {q[1]:.1f})" + (f" = k{same}" if same is not None else ""),
                   transform=left.transAxes, color=style.QUERY_COLOR, fontweight="bold")
         left.set(xlim=(-Q_LIM, Q_LIM), ylim=(-Q_LIM, Q_LIM), title="the query among the keys")
@@ -163,6 +163,8 @@ class VectorMoveFigure(CanvasFigure):
             start += w
         bar.set(xlim=(0, 1), yticks=[], xticks=[])
         bar.set_title("the weights: each value's share of the output", fontsize=style.FONT_PT, loc="left")
+        fig.suptitle("live: drag q, untick the factor", fontsize=style.FONT_PT - 1, color="#666", x=0.99,
+                     ha="right")
         return fig
 
     def static_png(self) -> bytes:

@@ -54,7 +54,7 @@ def softmax_sharpness_figure(c, sat, S: int):
     b.set_title(r"how much does it respond? $\|\mathrm{diag}(p) - pp^\top\|_F$")
     b.set_ylabel("Frobenius norm")
     peak = int(np.argmax(sat["grad_norm"]))
-    b.annotate(f"largest: {sat['grad_norm'][peak]:.3f} at c = {c[peak]:g}", (c[peak], sat["grad_norm"][peak]),
+    b.annotate(f"largest of these {len(c)} spreads: {sat['grad_norm'][peak]:.3f} at c = {c[peak]:g}", (c[peak], sat["grad_norm"][peak]),
                xytext=(0.02, 0.12), textcoords="axes fraction", arrowprops=dict(arrowstyle="->", lw=0.8))
     for ax in (a, b):
         ax.set_xscale("log")
@@ -64,16 +64,18 @@ def softmax_sharpness_figure(c, sat, S: int):
 
 def diagnostics_figure(on: dict, off: dict):
     """Against d_k, with and without the factor: score spread, max weight, Jacobian norm (three panels)."""
-    keys = (("score_std", "score spread (row std)"), ("max_weight", "max weight of a row"),
-            ("grad_norm", r"$\|\mathrm{diag}(p) - pp^\top\|_F$"))
+    keys = (("score_std", "score spread (row std)", "std of a row's scores"),
+            ("max_weight", "max weight of a row", "weight"),
+            ("grad_norm", r"$\|\mathrm{diag}(p) - pp^\top\|_F$", "Frobenius norm"))
     fig, axes = plt.subplots(1, 3, figsize=style.figsize(1.0, 0.34), constrained_layout=True)
     d_ks = np.asarray(on["d_k"], dtype=float)
-    for ax, (key, title) in zip(axes, keys):
+    for ax, (key, title, ylabel) in zip(axes, keys):
         for scaled, r in ((True, on), (False, off)):
             ax.plot(d_ks, r[key], "o-" if scaled else "s--", ms=4, color=COLORS[scaled],
                     label="scaled" if scaled else "unscaled")
         _log2_dk_axis(ax, d_ks)
         ax.set_title(title)
+        ax.set_ylabel(ylabel)
     if "grad_norm_median" in on and "grad_norm_median" in off:
         medians = [axes[2].plot(d_ks, r["grad_norm_median"], ":", marker="^" if scaled else "v", ms=4, lw=1.2,
                                 color=COLORS[scaled], label=f"median row, {'scaled' if scaled else 'unscaled'}")[0]
@@ -130,3 +132,21 @@ def score_histograms(dots_by_dk: dict, bins: int = 40):
         ax.legend(loc="upper right")
     axes[0, 0].set_ylabel("how often (density)")
     return fig
+
+
+def two_key_figure(gap_max: float = 8.0, ax=None):
+    """Two keys: weight p = sigmoid(gap) of the second key and its slope p(1 - p), against the score gap."""
+    if gap_max <= 0:
+        raise ValueError(f"gap_max must be positive, got {gap_max}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(0.6, 0.4), constrained_layout=True)
+    gap = np.linspace(-gap_max, gap_max, 401)                    # score gap s_1 - s_0
+    p = 1 / (1 + np.exp(-gap))                                   # softmax([s_0, s_1])[1] = sigmoid(gap)
+    lines = ax.plot(gap, p, color=style.SERIES[0], label=r"weight of key 1: $p = \sigma(\Delta)$")
+    lines += ax.plot(gap, p * (1 - p), "--", color=style.SERIES[5], label=r"its slope $p(1-p)$")
+    ax.set_xlabel(r"score gap $\Delta = s_1 - s_0$")
+    ax.set_ylabel("weight / slope")
+    ax.set_ylim(0, 1.05)
+    ax.legend(loc="center right")
+    ax.set_title("two keys: flat at both ends")
+    return lines

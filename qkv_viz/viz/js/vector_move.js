@@ -109,11 +109,10 @@ function render({model, el}) {
       const kj = [keys[2 * j], keys[2 * j + 1]];
       const equal = same < 0 && Math.max(Math.abs(kj[0] - s.q[0]), Math.abs(kj[1] - s.q[1])) < 0.05;
       if (equal) same = j;
-      // a key equal to q is drawn beside it (shifted across q's direction) and labelled so
-      const n = Math.hypot(s.q[0], s.q[1]) || 1, sh = equal ? [0.3 * s.q[1] / n, -0.3 * s.q[0] / n] : [0, 0];
-      drawArrow(ctx, qp, sh, [kj[0] + sh[0], kj[1] + sh[1]], K_COLOUR, 2);
-      text(ctx, `k${j}${equal ? " (= q)" : ""}`, qp.X(kj[0] + sh[0]) + 5, qp.Y(kj[1] + sh[1]) - 5,
-           {font: BOLD, colour: K_COLOUR});
+      // every key from the origin, in its value's colour; a key equal to q is dashed over it
+      const colour = SHARE_COLOURS[j % SHARE_COLOURS.length];
+      drawArrow(ctx, qp, [0, 0], kj, colour, 2, equal ? [5, 4] : []);
+      text(ctx, `k${j}${equal ? " (= q)" : ""}`, qp.X(kj[0]) + 5, qp.Y(kj[1]) - 5, {font: BOLD, colour});
     }
     text(ctx, `q = (${s.q[0].toFixed(1)}, ${s.q[1].toFixed(1)})${same >= 0 ? ` = k${same}` : ""}`,
          qp.box.x + 6, qp.box.y + qp.box.h - 8, {font: BOLD, colour: Q_COLOUR});

@@ -9,7 +9,7 @@ from qkv_viz.chapters.ch03_toy import exercises as ch03
 from qkv_viz.chapters.ch03_toy import solutions as sol
 
 SOLVED = [(ch03.check_attention, sol.attention), (ch03.check_weights_from_output, sol.weights_from_output),
-          (ch03.check_weights_d_k_8, sol.WEIGHTS_D_K_8)]
+          (ch03.check_tie_query, sol.TIE_QUERY)]
 
 
 @pytest.mark.parametrize("check, answer", SOLVED)
@@ -24,14 +24,18 @@ def test_placeholder_is_pending_not_an_error(check):
     assert not fb.correct and fb.pending and "No answer yet" in repr(fb)
 
 
-def test_wrong_numbers_get_a_hint_without_the_answer():
-    right = np.asarray(sol.WEIGHTS_D_K_8, dtype=float)
-    for wrong in (right + 0.3, right[:-1], "seven", [np.nan] * right.size):
-        fb = ch03.check_weights_d_k_8(wrong)
+def test_wrong_queries_get_a_hint_without_the_answer():
+    for wrong in ([1.0, 1.0], [1.0, 0.0], [0.0, 0.0], "seven", [np.nan, 1.0], [1.0, 2.0, 3.0]):
+        fb = ch03.check_tie_query(wrong)
         assert not fb.correct and "Hint" in fb.message
-        for x in right:
-            for fmt in (".2f", ".3f", ".4f"):
-                assert format(x, fmt) not in fb.message
+        assert "-1" not in fb.message and "a < 0" not in fb.message
+
+
+def test_any_negative_diagonal_query_ties_k0_and_k2_below_k1():
+    for a in (-0.1, -1.0, -7.5):
+        assert ch03.check_tie_query([a, a]).correct
+    assert not ch03.check_tie_query([0.5, 0.5]).correct      # k1 gets more
+    assert not ch03.check_tie_query([-1.0, -1.2]).correct    # no tie
 
 
 def _t(K):
@@ -101,8 +105,3 @@ def test_weights_from_output_mistakes_are_named(phrase):
     assert not fb.correct and phrase in fb.message, fb.message
 
 
-def test_weights_d_k_8_accepts_the_two_decimal_answer_and_rejects_d_k_2s():
-    assert ch03.check_weights_d_k_8([0.22, 0.63, 0.15]).correct
-    assert ch03.check_weights_d_k_8(np.round(sol.WEIGHTS_D_K_8, 3)).correct
-    assert not ch03.check_weights_d_k_8([0.10, 0.85, 0.05]).correct  # d_k = 2's weights
-    assert not ch03.check_weights_d_k_8([0.23, 0.62, 0.15]).correct  # off by 0.01

@@ -48,6 +48,7 @@ def _state(fig, book, expect_causal=None):
     for _ in range(100):
         st = fig.locator(".qkv-mask-map").evaluate(READ)
         if st is not None and (expect_causal is None or st["settings"]["causal"] == expect_causal):
+            _state.why = np.array(st["why"]).reshape(4, 4)     # bit 1 causal, 2 padding, 4 clicked
             return np.array(st["mask"], bool).reshape(4, 4), np.array(st["weights"]).reshape(4, 4)
         book.page.wait_for_timeout(50)
     pytest.fail("the mask explorer never reported its state")
@@ -71,6 +72,8 @@ def test_mask_explorer_follows_the_reader():
         mask, w = _state(fig, book, expect_causal=True)
         np.testing.assert_array_equal(mask, causal_mask(4) & real)
         np.testing.assert_allclose(w, masked_softmax(scores, causal_mask(4) & real), atol=1e-12)
+        np.testing.assert_array_equal(_state.why, (~causal_mask(4)) * 1 + (~real) * 2)   # why each cell is hidden
+        fig.screenshot(path=ARTIFACTS / "lab_ch07_masks_causal_and_padding.png")
 
         fig.locator(".qkv-causal-box").click()                     # causal off: le reads chat
         mask, w = _state(fig, book, expect_causal=False)
@@ -84,6 +87,7 @@ def test_mask_explorer_follows_the_reader():
         np.testing.assert_array_equal(mask, want)
         np.testing.assert_allclose(w, masked_softmax(scores, want), atol=1e-12)
         assert w[2, 1] == 0 and np.isclose(w[2].sum(), 1)
+        assert _state.why[2, 1] == 4 and _state.why[2, 3] == 2       # clicked, padding
 
         for j in (0, 2):                                           # hide the rest of noir's row (key 3 is padding)
             _click(fig, 2, j)

@@ -6,15 +6,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 HATCH = "////"
+PAD_HATCH = "\\\\\\\\"                  # padding: the other diagonal
 HATCH_COLOR = "0.75"
 
 
-def hatch_masked(ax, mask):
+def hatch_masked(ax, mask, hatch=HATCH):
     """Hatch every cell of a heatmap on ``ax`` where ``mask`` (T, S) is False (hidden), and
     remove the number written in such a cell (its weight is 0 by construction).
 
     The heatmap is expected in ``imshow`` cell coordinates (cell (i, j) centred on
-    (j, i)), as ``qkv_viz.viz.plots`` draws it. Returns the rectangles drawn.
+    (j, i)), as ``qkv_viz.viz.plots`` draws it; ``hatch`` is the pattern (``PAD_HATCH`` for
+    padding). Returns the rectangles drawn.
     """
     mask = np.asarray(mask)
     if mask.dtype != bool:
@@ -26,7 +28,7 @@ def hatch_masked(ax, mask):
         x, y = (int(round(v)) for v in text.get_position())
         if 0 <= y < T and 0 <= x < S and not mask[y, x]:
             text.remove()
-    return [ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=HATCH,
+    return [ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=hatch,
                                        edgecolor=HATCH_COLOR, lw=0))
             for i, j in np.argwhere(~mask)]
 
@@ -79,8 +81,6 @@ def plot_encoder_decoder(ax=None):
     ax.set_axis_off()
     return patches
 
-
-PAD_HATCH = "\\\\\\\\"
 
 
 def _draw_mask(ax, mask, x0=0.0, y0=0.0, hide_causal=None, face=None, zorder=1):

@@ -11,7 +11,7 @@ import numpy as np
 import traitlets
 from matplotlib.figure import Figure
 
-from qkv_viz.chapters.ch07_masks.figures import hatch_masked
+from qkv_viz.chapters.ch07_masks.figures import PAD_HATCH, hatch_masked
 from qkv_viz.core.attention import causal_mask, masked_softmax
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
@@ -69,8 +69,11 @@ class MaskFigure(CanvasFigure):
         fig = Figure(figsize=style.figsize(0.6, 0.62), dpi=style.DPI, layout="constrained")
         ax = fig.subplots()
         im = attention_heatmap(self.weights, ax=ax, tokens_q=self.tokens_q, tokens_k=self.tokens_k,
-                               colorbar=False, title="attention weights after the mask")
-        hatch_masked(ax, self.mask)
+                               colorbar=False, title="attention weights after the mask\n"
+                                                     "hidden: / causal or clicked, \\ padding")
+        padding = np.broadcast_to(np.arange(self.S)[None, :] >= self.n_real, (self.T, self.S))
+        hatch_masked(ax, self.mask | padding)                      # hidden by the causal mask or a click
+        hatch_masked(ax, ~padding, hatch=PAD_HATCH)
         fig.colorbar(im, ax=ax, label=style.WEIGHTS_LABEL)
         return figure_png(fig)
 

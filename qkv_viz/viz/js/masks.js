@@ -43,18 +43,18 @@ function reasonsOf(rows, cols, causal, nReal, clicked) {
   return why;
 }
 
-// causal: "/" lines, padding: "\" lines (grey-blue), clicked only: "x"
+// causal: grey "/" lines; padding: blue "\" lines on light blue; clicked only: red "x"
 function hatch(ctx, x, y, w, hgt, why) {
   ctx.save();
-  ctx.fillStyle = "#ffffff";
+  ctx.fillStyle = why & 2 ? "#dde7f3" : "#ffffff";          // padding: a light blue ground
   ctx.fillRect(x, y, w, hgt);
   ctx.beginPath(); ctx.rect(x, y, w, hgt); ctx.clip();
   ctx.lineWidth = 1;
   const up = (colour) => { ctx.strokeStyle = colour; for (let d = -hgt; d < w; d += 6) { ctx.beginPath(); ctx.moveTo(x + d, y + hgt); ctx.lineTo(x + d + hgt, y); ctx.stroke(); } };
   const down = (colour) => { ctx.strokeStyle = colour; for (let d = -hgt; d < w; d += 6) { ctx.beginPath(); ctx.moveTo(x + d, y); ctx.lineTo(x + d + hgt, y + hgt); ctx.stroke(); } };
   if (why & 1) up("#b0b0b0");
-  if (why & 2) down("#7a9cc6");
-  if (why === 4) { up("#d0a0a0"); down("#d0a0a0"); }
+  if (why & 2) down("#5b84b8");
+  if (why === 4) { up("#c86464"); down("#c86464"); }
   ctx.restore();
 }
 
@@ -75,7 +75,7 @@ function render({model, el}) {
       h("label", {class: "qkv-control"}, [causal, h("span", {text: "causal mask"})]),
       labelled("real keys (the rest is padding)", real), realOut, reset]),
     pic.canvas, message,
-    h("div", {class: "qkv-hint", text: "Click a cell to hide or show that key for that query. Hidden (weight exactly 0): / causal, \\ padding, x clicked."})]);
+    h("div", {class: "qkv-hint", text: "Click a cell to hide or show that key for that query."})]);
   el.append(root);
   const s = {causal: causal.checked, nReal: Number(real.value), clicked: Array.from(model.get("clicked"), Boolean)};
 
@@ -103,7 +103,7 @@ function render({model, el}) {
     text(ctx, "keys (attended to)", left + S * cell / 2, height - 24, {align: "center"});
     text(ctx, "queries (attending)", 12, top + T * cell / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
     text(ctx, "attention weights after the mask", left, 16, {font: BOLD});
-    text(ctx, "hidden: / causal   \\ padding   x clicked", left, height - 6, {font: SMALL});
+    text(ctx, "hidden (weight exactly 0): / causal   \\ padding (blue)   x clicked", 4, height - 6, {font: SMALL});
     drawColourBar(ctx, lut, left + S * cell + 14, top, 14, T * cell, "attention weight");
     realOut.textContent = String(s.nReal);
     setMessage(message, empty.length

@@ -67,3 +67,19 @@ def test_plot_decoder_masks_draws_causal_and_padding_per_sentence_and_head():
     with pytest.raises(ValueError, match="axes"):
         plot_decoder_masks([4, 2], axes=axes[:3])
     plt.close(fig)
+
+
+def test_the_static_explorer_hatches_padding_the_other_way():
+    from qkv_viz.chapters.ch07_masks import widget
+    from qkv_viz.chapters.ch07_masks.figures import HATCH, PAD_HATCH
+    drawn = []
+    real = widget.hatch_masked
+    widget.hatch_masked = lambda ax, mask, hatch=HATCH: drawn.append((hatch, mask.copy())) or real(ax, mask, hatch)
+    try:
+        widget.MaskFigure(np.zeros((3, 3)), list("abc"), list("xyz"), causal=True, n_real=2).static_png()
+    finally:
+        widget.hatch_masked = real
+    (h1, m1), (h2, m2) = drawn
+    assert h1 == HATCH and h2 == PAD_HATCH
+    np.testing.assert_array_equal(~m2, np.broadcast_to([False, False, True], (3, 3)))    # padding: key 2
+    np.testing.assert_array_equal(~m1, ~causal_mask(3) & ~(~m2))                        # causal only

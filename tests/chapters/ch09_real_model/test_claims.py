@@ -170,16 +170,38 @@ def test_the_by_hand_head_and_the_forgotten_transpose(model, trace):
     assert np.abs(bug - by_hand).max() > 0.5  # "weights off by up to 0.89"
 
 
-def test_cls_gets_0_4_to_0_6_of_the_weight_from_layer_1_on_and_sep_a_few_per_cent(trace):
+def test_cls_gets_a_large_share_from_layer_1_on_and_sep_a_few_per_cent(trace):
     on_cls = trace.weights[..., 0].mean(axis=(1, 2))  # (L,)
     on_sep = trace.weights[..., -1].mean(axis=(1, 2))
     assert np.all((on_cls[1:] > 0.35) & (on_cls[1:] < 0.65)) and on_cls[0] < 0.35
     assert np.all(on_sep < 0.1)
 
 
-def test_the_layers_inputs_are_not_unit_variance(trace):
-    std = np.array([x.std() for x in trace.hidden_states[:-1]])
-    assert np.all((std > 0.4) & (std < 0.65))  # "the layers' inputs have other spreads"
+def test_q_and_k_entries_spread_roughly_as_chapter_4_assumes_and_the_scores_by_1_to_2(model, trace):
+    """'The entries of q and k spread roughly as the argument assumes, so the scores spread by about 1 to 2.'"""
+    from qkv_viz.core.multihead import split_heads
+
+    H = model.config.n_heads
+    for layer, x in zip(model.layers, trace.hidden_states[:-1]):
+        p = layer.attn
+        for W, b in ((p.W_q, p.b_q), (p.W_k, p.b_k)):
+            assert 0.7 < split_heads(x @ W + b, H).std() < 1.4
+    assert 1.0 < np.median(score_spread(model, trace)["scaled"]) < 2.0
+
+
+def test_bert_base_rows_at_initialisation_are_near_uniform_scaled_and_8_times_wider_unscaled():
+    from qkv_viz import effective_tokens, softmax, split_heads
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 768))
+    q = split_heads(x @ rng.normal(0, 0.02, (768, 768)), 12)
+    k = split_heads(x @ rng.normal(0, 0.02, (768, 768)), 12)
+    dots = q @ k.swapaxes(-1, -2)  # (12, 64, 64)
+    scaled = (dots / 8).std(axis=-1).mean()
+    assert abs(scaled - 768 * 0.02 ** 2) < 0.02
+    assert abs(dots.std(axis=-1).mean() / scaled - 8) < 1e-9
+    assert effective_tokens(softmax(dots / 8)).mean() > 0.9 * 64  # "rows close to uniform"
+    assert effective_tokens(softmax(dots)).mean() < 0.25 * 64      # "peaked from the first step"
 
 
 def test_the_coreference_heads_are_not_symmetric(trace):

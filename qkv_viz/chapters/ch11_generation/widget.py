@@ -153,7 +153,8 @@ class GenerationFigure(CanvasFigure):
             ax.set(yticks=range(T), yticklabels=words)
         fig.colorbar(im, ax=axes, label="entries of K, V", shrink=0.6)
         lg = ", ".join(f"{word} {x:.2f}" for word, x in zip(self._vocab, logits[t]))
-        nxt = f'next: "{self._vocab[int(np.argmax(logits[t]))]}"' if t < T - 1 else "the sentence ends"
+        nxt = ("the sentence ends" if t >= T - 1 else f'token {t + 1} is given by the prompt: "{words[t + 1]}"'
+               if t < len(self._prompt) - 1 else f'argmax: "{self._vocab[int(np.argmax(logits[t]))]}"')
         fig.suptitle(f'step {t}: "{words[t]}" adds row {t} (outlined); its logits {lg} -> {nxt}', fontsize=8)
         return figure_png(fig)
 

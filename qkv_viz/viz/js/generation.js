@@ -134,10 +134,10 @@ function render({model, el}) {
   head.value = String(model.get("head"));
   kv.value = String(model.get("n_kv_heads"));
   const readout = h("div", {class: "qkv-gen-readout", role: "status", style: "font-family:monospace;white-space:pre-wrap"});
-  const cell = 38, left = 62, top = 50, cw = 18, gap = 10, rowH = 34;
+  const cell = 34, left = 62, top = 50, cw = 15, gap = 8, rowH = 32;
   const block = dh * cw, cacheW = H * block + (H - 1) * gap;
   const wbar = left + Tmax * cell + 12;                       // the weights' colour bar
-  const kx = wbar + 78, vx = kx + cacheW + 30, dbar = vx + cacheW + 16;
+  const kx = wbar + 70, vx = kx + cacheW + 24, dbar = vx + cacheW + 14;
   const cacheBottom = top + Tmax * rowH;
   const pic = makeCanvas("qkv-gen-map", dbar + 70, Math.max(top + Tmax * cell + 150, cacheBottom + 130));
   el.append(h("div", {class: "qkv-figure qkv-generation"}, [
@@ -220,11 +220,13 @@ function render({model, el}) {
     const ly = top + T * cell + 62;
     text(ctx, `logits of "${words[t]}"'s output (output \u00b7 E\u1d40):`, left - 50, ly, {font: SMALL});
     vocab.forEach((w, i) => {
-      const bx = left - 50 + i * 52;
+      const bx = left - 50 + i * 46;
       text(ctx, w, bx, ly + 18, {font: i === best ? BOLD : FONT});
       text(ctx, lg[i].toFixed(2), bx, ly + 34, {font: i === best ? BOLD : FONT, colour: i === best ? "#d55e00" : "#222"});
     });
-    text(ctx, t < T - 1 ? `argmax \u2192 token ${t + 1} is "${words[t + 1]}"` : `"${words[t]}" ends the sentence`,
+    text(ctx, t >= T - 1 ? `"${words[t]}" ends the sentence`
+         : t < prompt.length - 1 ? `(prompt: token ${t + 1} is given, "${words[t + 1]}")`
+         : `argmax \u2192 token ${t + 1} is "${words[t + 1]}"`,
          left - 50, ly + 54, {font: BOLD, colour: "#d55e00"});
     // the caches and the new query
     let maxAbs = 1e-12;

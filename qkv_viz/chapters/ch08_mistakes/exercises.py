@@ -1,5 +1,5 @@
-"""Chapter 8 exercises: split a per-head fused QKV result, and find the two bugs in a given
-attention function.
+"""Chapter 8 exercises: split a per-head fused QKV result, find the two bugs in a given
+attention function, and write a log-softmax that does not underflow.
 
 Every checker takes the reader's answer (``None`` until they give one) and
 returns a :class:`~qkv_viz.chapters.feedback.Feedback` that never reveals the answer.
@@ -120,3 +120,46 @@ def check_attention_fixed(fn, seed=None) -> Feedback:
         return Feedback(False, fb.message.rstrip() + " Hint: a max or sum over the last axis drops that axis, "
                         "and (T, S) against (T,) lines up S with T, not T with T.")
     return fb
+
+
+# ---------------------------------------------------------------- 3. a log-softmax that does not underflow
+
+
+def _log_softmax(scores):
+    m = scores.max(axis=-1, keepdims=True)                                 # (..., 1)
+    return scores - m - np.log(np.exp(scores - m).sum(axis=-1, keepdims=True))
+
+
+def log_softmax_cases(seed=None) -> list:
+    """(scores,) cases, softmax along the last axis: ordinary random rows, a row whose spread is
+    800 (its smallest weight underflows to 0, its log is about -800), a row near 1000 (exp
+    overflows), and a (2, 3, 4) batch."""
+    rng = np.random.default_rng(seed)
+    return [(rng.normal(size=(3, 5)),),
+            (np.array([[0.0, -800.0, -2.0], [1000.0, 999.0, 998.0]]),),
+            (rng.normal(size=(2, 3, 4)) * 3,)]
+
+
+def _diagnose_log_softmax(got, want, case) -> str | None:
+    (scores,) = case
+    big = scores.max(axis=-1) > np.log(np.finfo(float).max)                # rows where exp(score) overflows
+    if not np.isfinite(got[big]).all():
+        return ("the row [1000, 999, 998] comes out -inf or NaN: exp of a large score overflowed. "
+                "Only differences within a row count.")
+    if np.isneginf(got).any() and np.isfinite(want).all():
+        return ("some of your values are -inf where the answer is finite (about -800): a weight that small "
+                "underflows to 0 before its log is taken, and log(0) = -inf. Avoid forming the weight itself.")
+    with np.errstate(all="ignore"):
+        if np.allclose(got, scores - np.log(np.exp(scores).sum(axis=0, keepdims=True)), equal_nan=True) or \
+                np.allclose(got, _log_softmax(scores.swapaxes(0, -1)).swapaxes(0, -1)):
+            return "your values are normalised down the first axis: softmax runs along the last one (each row)."
+    return None
+
+
+def check_log_softmax(fn, seed=None) -> Feedback:
+    """Exercise 3: ``fn(scores)`` -> log(softmax(scores)) along the last axis, finite for every finite
+    score, also where the weight itself underflows to 0."""
+    with np.errstate(all="ignore"):
+        return check_function(fn, _log_softmax, log_softmax_cases(seed), name="your log-softmax",
+                              diagnose=_diagnose_log_softmax, atol=1e-9,
+                              praise="Finite everywhere, even at -800 where the weight itself is 0 in float64.")

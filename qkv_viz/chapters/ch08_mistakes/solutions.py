@@ -26,3 +26,11 @@ def attention_fixed(q, k, v):
     weights = np.exp(scores - scores.max(axis=-1, keepdims=True))  # (T, S) - (T, 1): each row's own max
     weights = weights / weights.sum(axis=-1, keepdims=True)  # (T, S) / (T, 1): rows sum to 1
     return weights @ v  # (T, S) @ (S, d_v) -> (T, d_v)
+
+
+# 3. log(softmax(s)) = s - log(sum exp(s)); subtract the row's max m inside the log, so no exp
+#    overflows, and never form the weight itself, which can underflow to 0 (log 0 = -inf).
+def log_softmax(scores):
+    """scores (..., S) -> log of the softmax along the last axis, (..., S)."""
+    m = scores.max(axis=-1, keepdims=True)  # (..., S) -> (..., 1)
+    return scores - m - np.log(np.exp(scores - m).sum(axis=-1, keepdims=True))  # (..., S) - (..., 1)

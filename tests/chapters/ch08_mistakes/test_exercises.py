@@ -125,3 +125,32 @@ def test_notebook_shows_the_same_buggy_function_the_checker_uses():
     body = inspect.getsource(ch08.attention_buggy).splitlines()
     for line in [body[0]] + body[2:]:  # skip the docstring line
         assert line in text, line
+
+
+# ---------------------------------------------------------------- exercise 3
+def _log_of_softmax(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return np.log(e / e.sum(axis=-1, keepdims=True))        # the weight underflows to 0 first
+
+
+def _naive_log_softmax(s):
+    return s - np.log(np.exp(s).sum(axis=-1, keepdims=True))  # exp(1000) overflows
+
+
+def _log_softmax_axis0(s):
+    return sol.log_softmax(s.swapaxes(0, -1)).swapaxes(0, -1)
+
+
+@pytest.mark.parametrize("seed", [None, 0, 1])
+def test_log_softmax_solution_passes_and_stub_is_pending(seed):
+    assert ch08.check_log_softmax(sol.log_softmax, seed=seed)
+    for answer in (None, _stub):
+        fb = ch08.check_log_softmax(answer)
+        assert not fb and fb.pending
+
+
+@pytest.mark.parametrize("fn,words", [(_log_of_softmax, "underflows to 0"), (_naive_log_softmax, "overflowed"),
+                                      (_log_softmax_axis0, "first axis")])
+def test_log_softmax_mistakes_are_named(fn, words):
+    fb = ch08.check_log_softmax(fn, seed=0)
+    assert not fb and words in fb.message and "- m -" not in fb.message, fb.message

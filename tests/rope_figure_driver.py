@@ -94,8 +94,8 @@ def exercise_figure(page, fig) -> list:
     out = moved("base slider, ArrowLeft x2", lambda: press(page, fig.locator(".qkv-rope-base"), "ArrowLeft", 2))
     assert out["settings"]["base"] == 100
     pair = out["settings"]["pair"]
-    out = moved("pair slider, ArrowLeft x2", lambda: press(page, fig.locator(".qkv-rope-pair"), "ArrowLeft", 2))
-    assert out["settings"]["pair"] == pair - 2
+    out = moved("pair slider, ArrowRight x2", lambda: press(page, fig.locator(".qkv-rope-pair"), "ArrowRight", 2))
+    assert out["settings"]["pair"] == pair + 2
     out = moved("d_k slider, Home", lambda: press(page, fig.locator(".qkv-rope-dk"), "Home"))
     assert out["settings"]["dK"] == 2 and out["settings"]["pair"] == 0
     fig.locator(".qkv-rope-m").evaluate(SET_RANGE_JS, 0)

@@ -11,8 +11,8 @@ import numpy as np
 
 from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.projections import qkv_projections
-from qkv_viz.chapters.feedback import (NOT_IMPLEMENTED, Feedback, as_array, check_close, check_exact,
-                                      check_function, no_answer)
+from qkv_viz.chapters.feedback import (Feedback, as_array, check_close, check_exact, check_function,
+                                      no_answer)
 
 RIVAL_X1, RIVAL_ANGLE_DEG = np.array([3.0, 4.0]), 60.0   # exercise 3: token 0, and the angle to token 1
 RANK_D_MODEL, RANK_D_K = 512, 64   # exercise 4's head: d_model = 512, d_k = 64
@@ -30,23 +30,13 @@ def page_weights(W_q, W_k, X=PAGE_X):
     return _softmax(scores)
 
 
-def check_determiner_head(fn) -> Feedback:
-    """Exercise 1: ``fn() -> (W_q, W_k)``, each (4, d_k), such that on the page's sentence
-    "a" reads "ball" most with a weight above 0.5 and "chased" still reads "dog" most."""
-    if fn is None:
+def check_determiner_head(W_q, W_k) -> Feedback:
+    """Exercise 1: hand-built ``W_q``, ``W_k``, each (4, d_k), such that on the page's sentence
+    "a" reads "ball" most with a weight above 0.5 and "chased" still reads "dog" most.
+    (Matrices, not a function: a design has many right answers.)"""
+    if W_q is None or W_k is None:
         return no_answer()
-    if not callable(fn):
-        return Feedback(False, f"determiner_head should be a function (def ...), got {type(fn).__name__}.")
-    try:
-        result = fn()
-    except NotImplementedError:
-        return Feedback(False, NOT_IMPLEMENTED, pending=True)
-    except Exception as exc:  # noqa: BLE001  the reader's code may raise anything
-        return Feedback(False, f"determiner_head() raised {type(exc).__name__}: {exc}")
-    if result is None:
-        return no_answer()
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        return Feedback(False, "determiner_head() should return two matrices, (W_q, W_k).")
+    result = (W_q, W_k)
     try:
         W_q, W_k = (as_array(m)[0].astype(float) for m in result)
     except Exception as exc:  # noqa: BLE001
@@ -208,3 +198,62 @@ def check_blind_directions(answer) -> Feedback:
                             "and how many are there in all?",
                        praise="This head's scores depend on at most d_k directions of the "
                               f"{RANK_D_MODEL}-dimensional tokens; it is blind to all the others.")
+
+
+# ---------------------------------------------------------------- exercise 5: the page's gradients, checked
+class PageLoss:
+    """The page's loss -log w[chased, dog] as a function of one matrix (``"W_q"`` or ``"W_k"``), the other held
+    fixed. ``loss(W)`` -> a float; ``loss.grad(W)`` -> the page's two gradient lines, (d_model, d_k)."""
+
+    def __init__(self, which: str, other, X=PAGE_X, query_row: int = 2, target: int = 1):
+        if which not in ("W_q", "W_k"):
+            raise ValueError(f"which must be 'W_q' or 'W_k', got {which!r}")
+        self.which, self.other, self.X = which, np.asarray(other, dtype=float), np.asarray(X, dtype=float)
+        self.query_row, self.target = query_row, target
+
+    def _parts(self, W):
+        W = np.asarray(W, dtype=float)
+        W_q, W_k = (W, self.other) if self.which == "W_q" else (self.other, W)
+        x = self.X[self.query_row]                           # (d_model,)
+        q, K = x @ W_q, self.X @ W_k                         # (d_k,), (T, d_k)
+        d_k = W_q.shape[1]
+        w = _softmax(K @ q / np.sqrt(d_k))                   # (T,)
+        return x, q, K, w, d_k
+
+    def __call__(self, W) -> float:
+        w = self._parts(W)[3]
+        return float(-np.log(w[self.target]))
+
+    def grad(self, W) -> np.ndarray:
+        x, q, K, w, d_k = self._parts(W)
+        g = (w - np.eye(len(w))[self.target]) / np.sqrt(d_k)  # (T,): slope with respect to the scores
+        if self.which == "W_q":
+            return np.outer(x, g @ K)                          # (d_model,) outer (d_k,)
+        return self.X.T @ np.outer(g, q)                       # (d_model, T) @ (T, d_k)
+
+
+def gradient_cases(seed=None, n_cases: int = 4) -> list:
+    """``(loss, W)`` pairs at fresh random matrices (scale 0.5), for W_q and for W_k in turn."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for i in range(n_cases):
+        d_k = int(rng.integers(2, 4))
+        W, other = 0.5 * rng.standard_normal((2, 4, d_k))
+        cases.append((PageLoss("W_q" if i % 2 == 0 else "W_k", other), W))
+    return cases
+
+
+def _diagnose_gradient(got, want, case):
+    if np.allclose(got, -want, atol=1e-5):
+        return "your gradient has the wrong sign: (loss(W + eps) - loss(W - eps)) / (2 eps), not the other way."
+    if np.allclose(got, 2 * want, atol=1e-5):
+        return "your gradient is twice too large: a central difference divides by 2 * eps."
+    return None
+
+
+def check_numerical_gradient(fn, seed=None) -> Feedback:
+    """Exercise 5: ``fn(loss, W) -> (d_model, d_k)`` finite differences, compared with the page's gradient lines."""
+    return check_function(fn, lambda loss, W: loss.grad(W), gradient_cases(seed), name="numerical_gradient",
+                          diagnose=_diagnose_gradient, atol=1e-6,
+                          praise="Finite differences agree with the page's two gradient lines, for W_q "
+                                 "and for W_k: the chain rule on the page was right.")

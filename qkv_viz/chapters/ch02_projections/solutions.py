@@ -9,17 +9,15 @@ import numpy as np
 
 # Exercise 1: a third key coordinate, "I am a thing", offered by the thing row of W_k and asked
 # for by the determiner row of W_q; the page's two coordinates (the verb's rule) stay as they were.
-def determiner_head():
-    """-> (W_q, W_k), each (4, 3): rows animate, thing, action, determiner."""
-    W_q = np.array([[0, 2, 0],      # animate: asks for an action
-                    [0, 2, 0],      # thing: asks for an action
-                    [2, 0, 0],      # action: asks for someone who can act
-                    [0, 0, 3.]])    # determiner: asks for a thing
-    W_k = np.array([[2, 0, 0],      # animate: I can act
-                    [0, 0, 2],      # thing: I am a thing
-                    [0, 2, 0],      # action: I am an action
-                    [0, 0, 0.]])    # determiner: offers nothing
-    return W_q, W_k
+# Each (4, 3): rows animate, thing, action, determiner.
+DETERMINER_W_Q = np.array([[0, 2, 0],      # animate: asks for an action
+                           [0, 2, 0],      # thing: asks for an action
+                           [2, 0, 0],      # action: asks for someone who can act
+                           [0, 0, 3.]])    # determiner: asks for a thing
+DETERMINER_W_K = np.array([[2, 0, 0],      # animate: I can act
+                           [0, 0, 2],      # thing: I am a thing
+                           [0, 2, 0],      # action: I am an action
+                           [0, 0, 0.]])    # determiner: offers nothing
 
 
 # Batched attention from X (no longer on the page): the projections, then chapter 1's matrix lines with 1/sqrt(d_k), for a batch.
@@ -48,3 +46,17 @@ RIVAL_LENGTH = 10.0
 # its narrowest factor, 64 (random matrices reach it), so at least 512 - 64 directions
 # are sent to zero: the head's scores cannot see them.
 BLIND_DIRECTIONS = 448
+
+
+# Exercise 5: nudge one entry at a time up and down by eps; the central difference is accurate to
+# about eps**2, so eps = 1e-5 agrees with the page's lines to about 1e-9.
+def numerical_gradient(loss, W, eps=1e-5):
+    """loss: a function of a matrix W (d_model, d_k) -> a float. Returns the (d_model, d_k) slopes."""
+    W = np.array(W, dtype=float)
+    grad = np.zeros_like(W)
+    for idx in np.ndindex(W.shape):
+        up, down = W.copy(), W.copy()
+        up[idx] += eps
+        down[idx] -= eps
+        grad[idx] = (loss(up) - loss(down)) / (2 * eps)
+    return grad

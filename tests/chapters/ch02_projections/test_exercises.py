@@ -96,24 +96,22 @@ def test_blind_directions_are_computed_not_guessed():
 
 
 def test_determiner_head_accepts_the_solution_and_names_each_mistake():
-    assert ch02.check_determiner_head(sol.determiner_head)
-    assert ch02.check_determiner_head(None).pending
-
-    def stub():
-        raise NotImplementedError
-    assert ch02.check_determiner_head(stub).pending
-    W_q, W_k = sol.determiner_head()
-    fb = ch02.check_determiner_head(lambda: (np.zeros((4, 2)), np.zeros((4, 2))))
+    W_q, W_k = sol.DETERMINER_W_Q, sol.DETERMINER_W_K
+    check = ch02.check_determiner_head
+    assert check(W_q, W_k)
+    assert check(W_q.tolist(), W_k.astype(np.float32))
+    assert check(None, W_k).pending and check(W_q, None).pending
+    fb = check(np.zeros((4, 2)), np.zeros((4, 2)))
     assert not fb and "every token equally" in fb.message
-    assert "shape (4, d_k)" in ch02.check_determiner_head(lambda: (W_q, W_k[:, :2])).message
+    assert "shape (4, d_k)" in check(W_q, W_k[:, :2]).message
     no_verb = W_q.copy()
     no_verb[2] = 0
-    fb = ch02.check_determiner_head(lambda: (no_verb, W_k))
+    fb = check(no_verb, W_k)
     assert not fb and "chased" in fb.message
-    assert "two matrices" in ch02.check_determiner_head(lambda: W_q).message
-    assert not ch02.check_determiner_head(lambda: (W_q.tolist(), (W_k * np.nan).tolist()))
+    assert not check(W_q, W_k * np.nan)
+    assert not check("abc", W_k)
     # the page's own matrices leave "a" reading everyone equally
-    fb = ch02.check_determiner_head(lambda: (W_q[:, :2], W_k[:, :2]))
+    fb = check(W_q[:, :2], W_k[:, :2])
     assert not fb and '"a"' in fb.message
 
 
@@ -123,3 +121,27 @@ def test_page_weights_are_the_pages_attention():
     w = ch02.page_weights(W_q, W_k)
     np.testing.assert_allclose(w.sum(axis=1), 1.0)
     assert w[2].argmax() == 1 and abs(w[2, 1] - 0.81) < 0.01  # the page: chased reads dog 0.81
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_numerical_gradient_agrees_with_the_pages_lines(seed):
+    assert ch02.check_numerical_gradient(sol.numerical_gradient, seed=seed)
+
+
+def test_numerical_gradient_mistakes_are_named():
+    flipped = lambda loss, W: -sol.numerical_gradient(loss, W)  # noqa: E731
+    assert "sign" in ch02.check_numerical_gradient(flipped, seed=0).message
+    double = lambda loss, W: 2 * sol.numerical_gradient(loss, W)  # noqa: E731
+    assert "2 * eps" in ch02.check_numerical_gradient(double, seed=0).message
+    def stub(loss, W):
+        raise NotImplementedError
+    assert ch02.check_numerical_gradient(stub).pending
+    with pytest.raises(ValueError, match="which"):
+        ch02.PageLoss("W_v", np.zeros((4, 2)))
+
+
+def test_the_pages_gradient_lines_match_finite_differences_on_the_page_itself():
+    W_q, W_k = 0.1 * np.random.default_rng(0).standard_normal((2, 4, 2))  # the page's start
+    for which, W, other in (("W_q", W_q, W_k), ("W_k", W_k, W_q)):
+        loss = ch02.PageLoss(which, other)
+        np.testing.assert_allclose(sol.numerical_gradient(loss, W), loss.grad(W), atol=1e-8)

@@ -150,3 +150,22 @@ def two_key_figure(gap_max: float = 8.0, ax=None):
     ax.legend(loc="center right")
     ax.set_title("two keys: flat at both ends")
     return lines
+
+
+def temperature_bars(scores, taus, axes=None):
+    """One row of scores (S,) through softmax(scores / tau), one small bar chart per tau; returns the bars."""
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim != 1 or not len(taus):
+        raise ValueError(f"scores must be one row (S,) and taus non-empty, got shape {scores.shape}, {len(taus)} taus")
+    if axes is None:
+        _, axes = plt.subplots(1, len(taus), figsize=style.figsize(1.0, 0.22), constrained_layout=True, sharey=True)
+    axes = np.atleast_1d(axes)
+    bars = []
+    for ax, tau in zip(axes, taus):
+        e = np.exp(scores / tau - (scores / tau).max())          # (S,) stable softmax
+        bars.append(ax.bar(range(len(scores)), e / e.sum(), color=style.SERIES[0]))
+        ax.set_title(rf"$\tau$ = {tau:.2f}")
+        ax.set_xticks(range(len(scores)), [f"{s:g}" for s in scores])
+        ax.set_ylim(0, 1.05)
+    axes[0].set_ylabel("weight")
+    return bars

@@ -84,3 +84,13 @@ def test_two_key_figure_is_sigmoid_and_its_slope():
     assert slope.get_ydata().max() == pytest.approx(0.25, abs=1e-3)
     with pytest.raises(ValueError, match="gap_max"):
         two_key_figure(gap_max=0)
+
+
+def test_temperature_bars_are_softmax_at_each_temperature():
+    from qkv_viz import softmax
+    toy = np.array([2.0, 5.0, 1.0])
+    bars = figures.temperature_bars(toy, [100, 1.0, 0.1])
+    for tau, bar in zip([100, 1.0, 0.1], bars):
+        assert np.allclose([b.get_height() for b in bar], softmax(toy / tau))
+    with pytest.raises(ValueError, match="scores"):
+        figures.temperature_bars(np.ones((2, 3)), [1.0])

@@ -15,8 +15,9 @@ from qkv_viz.viz import style
 from qkv_viz.viz.plots import attention_heatmap, scores_heatmap
 
 COLORS = {"scaled": style.SCALED_COLOR, "unscaled": style.UNSCALED_COLOR, "over-scaled": style.CONTROL_COLOR,
-          "small init": style.OKABE_ITO[7], "unscaled, same lr": style.UNSCALED_COLOR}
-LINESTYLES = {"small init": "--", "unscaled, same lr": ":"}
+          "small init": style.OKABE_ITO[7], "unscaled, same lr": style.UNSCALED_COLOR,
+          "unscaled, lr ÷ d_k^¼": style.UNSCALED_COLOR}
+LINESTYLES = {"small init": "--", "unscaled, same lr": ":", "unscaled, lr ÷ d_k^¼": ":"}
 CURVES = {"loss": "loss", "acc": "accuracy", "grad_norm_q": "|grad W_q| (batch)",
           "grad_norm_k": "|grad W_k| (batch)",
           "grad_q_median": "|grad W_q| (median query)", "entropy": "entropy (nats)",
@@ -48,7 +49,7 @@ def plot_curve(runs: dict, key: str, ax=None, window: int = 1, log: bool = False
     if log:
         ax.set_yscale("log")
     ax.set_xlabel("training step")
-    ax.set_title(CURVES[key])
+    ax.set_ylabel(CURVES[key])
     return lines
 
 
@@ -67,7 +68,7 @@ def training_panel(runs: dict, keys=("loss", "acc"), window: int = 5,
         if key == "acc":
             for label, level in (baselines or {}).items():
                 ax.axhline(level, color="gray", lw=0.8, ls=":")
-                ax.text(ax.get_xlim()[1], level, f"{label} {level:.0%}", ha="right", va="bottom",
+                ax.text(ax.get_xlim()[1], level - 0.02, f"{label} {level:.0%}", ha="right", va="top",
                         color="dimgray", fontsize=style.MIN_FONT_PT)
     fig.legend(*np.atleast_1d(axes)[0].get_legend_handles_labels(), loc="outside lower center",
                ncols=len(runs), frameon=False)
@@ -88,7 +89,7 @@ def grad_histogram(per_query: dict, ax=None, bins=None):
         hi = max(v.max() for v in logs.values())
         bins = np.linspace(np.floor(lo), np.ceil(hi), 40)
     artists = [ax.hist(v, bins=bins, alpha=0.55, label=n, color=COLORS.get(n))[2] for n, v in logs.items()]
-    ax.set_xlabel("log10 |grad W_q| of one query's loss")
+    ax.set_xlabel(r"$\log_{10}\,|\partial \ell_i / \partial W_q|$ (one query's loss)")
     ax.set_ylabel("queries")
     ax.legend()
     return artists

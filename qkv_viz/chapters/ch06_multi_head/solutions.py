@@ -9,7 +9,7 @@ import numpy as np
 
 
 def split_heads(x, n_heads):
-    """Exercise 1. x (T, H*d_k) -> (H, T, d_k)."""
+    """Helper for exercise 1 (not an exercise itself). x (T, H*d_k) -> (H, T, d_k)."""
     T, width = x.shape
     d_k = width // n_heads
     x = x.reshape(T, n_heads, d_k)  # (T, H*d_k) -> (T, H, d_k): cut each row into H blocks

@@ -60,6 +60,16 @@ LAB_USER_SETTINGS = {
 KNOWN_NB7_ERRORS = ("Cannot read properties of undefined (reading 'schema')",)
 
 
+def one_cell_notebook(folder: pathlib.Path, source: str, name: str) -> str:
+    """Write a notebook of one code cell holding ``source`` into ``folder``; return its name."""
+    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c0", "metadata": {}, "outputs": [],
+                     "source": source}],
+          "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    (folder / name).write_text(json.dumps(nb))
+    return name
+
+
 def chromium_path() -> str | None:
     """Path of the Chromium executable, or None. QKV_CHROMIUM, when set, is the only
     candidate (so QKV_CHROMIUM=/nonexistent simulates a machine without Chromium)."""

@@ -124,26 +124,16 @@ KERNEL_PRINT_JS = """async (code) => {
 }"""
 
 
-def _one_cell_notebook(folder, source: str, name: str) -> str:
-    import json
-    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c0", "metadata": {}, "outputs": [],
-                     "source": source}],
-          "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
-          "nbformat": 4, "nbformat_minor": 5}
-    (folder / name).write_text(json.dumps(nb))
-    return name
-
-
 def test_live_vector_move_in_jupyterlab_syncs_the_dragged_query_to_python():
     """The live widget: a drag moves the picture and Python's trait; setting it from Python
     moves the picture; a refused value leaves both as they were."""
     import pathlib
     import tempfile
 
-    from browser_harness import lab_browser, lab_server
+    from browser_harness import lab_browser, lab_server, one_cell_notebook
     _need_browser()
     with tempfile.TemporaryDirectory(prefix="qkv-vm-") as tmp:
-        name = _one_cell_notebook(pathlib.Path(tmp), "from qkv_viz.chapters.ch03_toy.vector_move import vector_move\n"
+        name = one_cell_notebook(pathlib.Path(tmp), "from qkv_viz.chapters.ch03_toy.vector_move import vector_move\n"
                                   "figure = vector_move()\nfigure", "vm.ipynb")
         with lab_server(pathlib.Path(tmp)) as lab, lab_browser(lab, frontend="lab") as book:
             try:

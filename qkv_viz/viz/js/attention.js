@@ -122,9 +122,17 @@ function makeCanvas(cls, width, height) {
   canvas.height = height * ratio;
   canvas.style.width = `${width}px`;
   canvas.style.height = `${height}px`;
+  canvas.setAttribute("role", "img");
   const ctx = canvas.getContext("2d");
   ctx.scale(ratio, ratio);
   return {canvas, ctx, width, height};
+}
+
+// A canvas's text alternative: what it shows now, in words ("weights of query 1 at d_k = 64,
+// scaled: max weight 0.30"). Every figure calls it at the end of each redraw, so a screen
+// reader (and a test) reads the same numbers the picture draws.
+function describe(canvas, summary) {
+  canvas.setAttribute("aria-label", summary);
 }
 
 const FONT = "12px sans-serif", SMALL = "11px sans-serif", BOLD = "bold 12px sans-serif";

@@ -509,3 +509,34 @@ def run_js(module_source: str, body: str):
     if done.returncode:
         raise RuntimeError(f"node failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout)
+
+
+# --- accessibility: axe-core (npm, `make browser-deps`) in the page ----------------------
+AXE_JS = REPO / ".axe" / "node_modules" / "axe-core" / "axe.min.js"
+# The WCAG 2.0/2.1 A and AA rules (axe's tags), as issue 24 asks.
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def run_axe(page, context: str | None = None, tags=WCAG_TAGS) -> list:
+    """Run axe-core on the page (or on the elements matching the CSS selector ``context``)
+    and return its violations: dicts with ``id``, ``impact``, ``help`` and ``nodes`` (each
+    with ``target`` and ``failureSummary``). Raises if axe-core is not installed."""
+    if not AXE_JS.exists():
+        raise RuntimeError(f"axe-core is missing at {AXE_JS}: run `make browser-deps`")
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.add_script_tag(content=AXE_JS.read_text())
+    return page.evaluate(
+        """async ([context, tags]) => {
+             const r = await axe.run(context || document,
+                                     {runOnly: {type: "tag", values: tags}, resultTypes: ["violations"]});
+             return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+               nodes: v.nodes.map(n => ({target: n.target, html: n.html.slice(0, 200),
+                                          failureSummary: n.failureSummary}))}));
+           }""", [context, tags])
+
+
+def serious(violations) -> list:
+    """The serious and critical ones, as short lines a failing assertion can print."""
+    return [f"{v['id']} ({v['impact']}): {v['help']} x{len(v['nodes'])}, e.g. "
+            f"{v['nodes'][0]['target']} {v['nodes'][0]['html'][:120]}"
+            for v in violations if v["impact"] in ("serious", "critical")]

@@ -106,6 +106,8 @@ function divColour(x) {
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
+const LATER = "#767676";   // text of what this step does not hold yet: grey, still 4.5:1 on white
+
 // a short number for a cell: 1, -2, .5
 const short = (v) => (Math.abs(v - Math.round(v)) < 1e-9 ? String(Math.round(v)) : v.toFixed(1).replace(/^(-?)0\./, "$1."));
 
@@ -126,7 +128,8 @@ function render({model, el}) {
 
   const step = rangeInput("qkv-gen-step", 0, Tmax - 1, 1, model.get("step"), "step: the new token");
   const stepOut = h("output", {class: "qkv-gen-token"});
-  const next = h("button", {class: "qkv-gen-next", type: "button", text: "next token \u25b6"});
+  const next = h("button", {class: "qkv-gen-next", type: "button", text: "next token \u25b6",
+                            "data-lm-suppress-shortcuts": "true"});
   const head = h("select", {class: "qkv-gen-head", "aria-label": "query head", "data-lm-suppress-shortcuts": "true"},
     Array.from({length: H}, (_, i) => h("option", {value: String(i), text: `head ${i}`})));
   const kv = h("select", {class: "qkv-gen-kv", "aria-label": "K/V heads", "data-lm-suppress-shortcuts": "true"},
@@ -154,10 +157,10 @@ function render({model, el}) {
     for (let g = 0; g < H; g++) {
       const bx = x0 + g * (block + gap);
       text(ctx, g < Hkv ? `K/V head ${g}` : "(not kept)", bx + block / 2, top - 12,
-           {align: "center", font: SMALL, colour: g < Hkv ? "#222" : "#aaa"});
+           {align: "center", font: SMALL, colour: g < Hkv ? "#222" : LATER});
       for (let c = 0; c < dh; c++)
         text(ctx, colName(c), bx + (c + 0.5) * cw, cacheBottom + 6, {align: "right", base: "middle",
-             angle: -Math.PI / 2, font: SMALL, colour: g < Hkv ? "#444" : "#bbb"});
+             angle: -Math.PI / 2, font: SMALL, colour: g < Hkv ? "#444" : LATER});
     }
     for (let i = 0; i < Tmax; i++) {
       const y = top + i * rowH;
@@ -205,13 +208,13 @@ function render({model, el}) {
              colour: w > 0.6 ? "#000" : "#fff"});
       }
       text(ctx, `${i} ${words[i]}`, left - 6, top + (i + 0.5) * cell, {align: "right", base: "middle",
-           font: i === t ? BOLD : FONT, colour: i > t ? "#aaa" : "#222"});
+           font: i === t ? BOLD : FONT, colour: i > t ? LATER : "#222"});
     }
     ctx.strokeStyle = "#d55e00"; ctx.lineWidth = 2.5;
     ctx.strokeRect(left - 1, top + t * cell - 1, (t + 1) * cell + 1, cell + 1);
     ctx.lineWidth = 1;
     words.forEach((w, j) => text(ctx, w, left + (j + 0.5) * cell, top + T * cell + 8,
-                                 {align: "right", base: "middle", angle: -Math.PI / 4, colour: j > t ? "#aaa" : "#222"}));
+                                 {align: "right", base: "middle", angle: -Math.PI / 4, colour: j > t ? LATER : "#222"}));
     drawColourBar(ctx, lut, wbar, top, 12, T * cell, "attention weight");
     // the new token's logits and the choice they make
     const lg = st.logits.subarray(t * nv, (t + 1) * nv);
@@ -260,6 +263,16 @@ function render({model, el}) {
       + `weights: ${row.map((w, j) => `${words[j]} ${w.toFixed(3)}`).join(", ")}\n`
       + `cache: 2 (K and V) \u00d7 ${t + 1} token${t ? "s" : ""} \u00d7 ${Hkv} K/V head${Hkv > 1 ? "s" : ""} \u00d7 ${dh} = ${n} numbers`
       + (Hkv < H ? ` (multi-head attention: ${full}, ${rep}\u00d7 more)` : "");
+    step.setAttribute("aria-valuetext", `step ${t}: "${words[t]}"`);
+    let top1 = 0;
+    row.forEach((w, j) => { if (w > row[top1]) top1 = j; });
+    const said = t >= T - 1 ? `"${words[t]}" ends the sentence`
+      : t < prompt.length - 1 ? `The prompt gives token ${t + 1}, "${words[t + 1]}"`
+      : `Its logits choose "${words[t + 1]}" (${lg[best].toFixed(2)}) as token ${t + 1}`;
+    describe(pic.canvas, `step ${t}: ${t < prompt.length ? "prompt token" : "generated"} "${words[t]}", ` +
+      `cache holds ${t + 1} key${t ? "s" : ""} and ${t + 1} value${t ? "s" : ""} per K/V head (${Hkv} K/V head${Hkv > 1 ? "s" : ""}, ` +
+      `${n} numbers). Head ${hd}'s weights for "${words[t]}": most on "${words[top1]}" (${row[top1].toFixed(2)}); ` +
+      row.map((w, j) => `${words[j]} ${w.toFixed(2)}`).join(", ") + `. ${said}.`);
     el.qkv = {settings: {step: t, head: hd, n_kv_heads: Hkv}, words, weights: new Float64Array(row),
               logits: new Float64Array(lg), cache_numbers: n, k_cache: st.k.slice(0, (t + 1) * Hkv * dh)};
   }

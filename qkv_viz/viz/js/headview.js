@@ -4,14 +4,20 @@
 // float64, and the token to focus first (-1: none). Here: one line from query i (left
 // column) to key j (right column) for every pair, lineWidth = MAX_LINE * w[i, j] and
 // opacity 0.2 + 0.8 * w[i, j] (FAINT * w for the lines of tokens not in focus).
-// Hovering or focusing a token shows only its lines and lists its weights; a click
-// pins it (a second click unpins). Nothing here needs Python.
+// Hovering or focusing a token shows only its lines and lists its weights; a click (or
+// Enter / Space: the tokens are buttons) pins it, a second one unpins. The token in focus
+// is bold and boxed, not only tinted; the canvas's text alternative names each query's
+// strongest key. Nothing here needs Python.
 
 const HV_QUERY = "#D55E00", HV_KEY = "#0072B2", MAX_LINE = 7, FAINT = 0.06, PITCH = 26;
+const HV_TEXT = {q: "#A04000", k: "#005A8C"};       // the token names: darker, >= 4.5:1 on the tints
 const HV_CSS = `
 .qkv-headview .qkv-hv-token { font: 13px sans-serif; background: none; border: 1px solid transparent;
   border-radius: 3px; padding: 0 6px; cursor: pointer; }
-.qkv-headview .qkv-hv-token:hover, .qkv-headview .qkv-hv-token.qkv-hv-selected { background: #f1e4da; border-color: #ccc; }
+.qkv-headview .qkv-hv-token:hover { background: #f7efe9; border-color: #999; }
+.qkv-headview .qkv-hv-token.qkv-hv-selected { background: #f7efe9; border-color: #222; font-weight: bold; }
+.qkv-headview .qkv-hv-token[aria-pressed="true"] { border-width: 2px; padding: 0 5px; }
+.qkv-headview .qkv-hv-token:focus-visible { outline: 3px solid #0072B2; outline-offset: 1px; }
 .qkv-headview .qkv-hv-readout { font-size: 12px; color: #333; min-height: 1.4em; margin-top: 4px; }`;
 
 function render({model, el}) {
@@ -24,7 +30,7 @@ function render({model, el}) {
   const button = (side, i, name) => h("button", {
     type: "button", class: `qkv-hv-token qkv-hv-${side} qkv-hv-${side}-${i}`,
     "data-lm-suppress-shortcuts": "true", "aria-label": `${side === "q" ? "query" : "key"} ${i}: ${name}`,
-    style: `height:${PITCH}px;color:${side === "q" ? HV_QUERY : HV_KEY}`, text: name});
+    "aria-pressed": "false", style: `height:${PITCH}px;color:${HV_TEXT[side]}`, text: name});
   const qs = tq.map((t, i) => button("q", i, t)), ks = tk.map((t, j) => button("k", j, t));
   const column = (items, side, count) => h("div", {
     class: `qkv-hv-column qkv-hv-column-${side}`,
@@ -46,6 +52,7 @@ function render({model, el}) {
   const s = {pinned: pinnedStart >= 0 && pinnedStart < T ? {side: "q", index: pinnedStart} : null, hover: null};
   const yq = (i) => 4 + ((n - T) / 2 + i + 0.5) * PITCH, yk = (j) => 4 + ((n - S) / 2 + j + 0.5) * PITCH;
   const f2 = (x) => x.toFixed(2);
+  const same = (a, b) => Boolean(a) && Boolean(b) && a.side === b.side && a.index === b.index;
 
   function draw() {
     if (w.length !== T * S) throw new Error(`weights has ${w.length} entries, expected T * S = ${T} * ${S}`);
@@ -69,8 +76,11 @@ function render({model, el}) {
     }
     ctx.globalAlpha = 1;
     ctx.lineWidth = 1;
-    qs.forEach((b, i) => b.classList.toggle("qkv-hv-selected", Boolean(sel) && sel.side === "q" && sel.index === i));
-    ks.forEach((b, j) => b.classList.toggle("qkv-hv-selected", Boolean(sel) && sel.side === "k" && sel.index === j));
+    for (const [buttons, side] of [[qs, "q"], [ks, "k"]])
+      buttons.forEach((b, i) => {
+        b.classList.toggle("qkv-hv-selected", same(sel, {side, index: i}));
+        b.setAttribute("aria-pressed", String(same(s.pinned, {side, index: i})));
+      });
     if (!sel) readout.textContent = "Hover over or tab to a token to see only its lines.";
     else if (sel.side === "q")
       readout.textContent = `${tq[sel.index]} (query ${sel.index}) reads: ` +
@@ -78,14 +88,29 @@ function render({model, el}) {
     else
       readout.textContent = `${tk[sel.index]} (key ${sel.index}) is read by: ` +
         tq.map((t, i) => `${t} ${f2(w[i * S + sel.index])}`).join(", ");
+    describe(lines.canvas, summary(sel));
     el.qkv = {selected: sel ? {...sel} : null, widths: Array.from(widths), alphas: Array.from(alphas), T, S};
+  }
+
+  // The canvas in words: the focused token's strongest partner, or every query's.
+  function summary(sel) {
+    const top = (i) => { let b = 0; for (let j = 1; j < S; j++) if (w[i * S + j] > w[i * S + b]) b = j; return b; };
+    const reads = (i) => `'${tq[i]}' attends most to '${tk[top(i)]}' (${f2(w[i * S + top(i)])})`;
+    const prefix = titleText ? `${titleText}: ` : "";
+    if (!sel) return `${prefix}lines from ${T} queries to ${S} keys, as wide as the weight; ` +
+      tq.map((_, i) => reads(i)).join("; ") + ".";
+    if (sel.side === "q") return `${prefix}query ${sel.index} only: ${reads(sel.index)}; ` +
+      tk.map((t, j) => `'${t}' ${f2(w[sel.index * S + j])}`).join(", ") + ".";
+    let b = 0;
+    for (let i = 1; i < T; i++) if (w[i * S + sel.index] > w[b * S + sel.index]) b = i;
+    return `${prefix}key ${sel.index} only: '${tk[sel.index]}' is read most by '${tq[b]}' ` +
+      `(${f2(w[b * S + sel.index])}); ` + tq.map((t, i) => `'${t}' ${f2(w[i * S + sel.index])}`).join(", ") + ".";
   }
 
   function attempt(change) {
     try { change(); draw(); setMessage(message, ""); }
     catch (err) { setMessage(message, err.message); }
   }
-  const same = (a, b) => Boolean(a) && Boolean(b) && a.side === b.side && a.index === b.index;
   [[qs, "q"], [ks, "k"]].forEach(([buttons, side]) => buttons.forEach((b, index) => {
     const enter = () => attempt(() => { s.hover = {side, index}; });
     const leave = () => attempt(() => { s.hover = null; });

@@ -67,7 +67,9 @@ function render({model, el}) {
   const [mOut, nOut, dkOut, baseOut, pairOut] = ["qkv-rope-m-value", "qkv-rope-n-value", "qkv-rope-dk-value",
                                                   "qkv-rope-base-value", "qkv-rope-pair-value"].map(out);
   const message = h("div", {class: "qkv-message", role: "status"});
-  const table = h("table", {class: "qkv-readouts qkv-rope-readouts"});
+  const table = h("table", {class: "qkv-readouts qkv-rope-readouts", "aria-live": "polite"});
+  const cells = Array.from({length: 5}, () => [h("th", {scope: "row"}), h("td")]);   // updated in place
+  table.append(...cells.map((c) => h("tr", {}, c)));
   const plane = makeCanvas("qkv-rope-plane", 300, 300);
   const curve = makeCanvas("qkv-rope-curve", 440, 240);
   const parts = makeCanvas("qkv-rope-parts", 440, 130);
@@ -123,6 +125,9 @@ function render({model, el}) {
     text(ctx, `pair ${s.pair} (coordinates ${a}, ${b}): \u03b8 = ${fmt(r.theta[s.pair])} rad per position`, 6, 14, {font: BOLD});
     text(ctx, `angle from q to k: ${between.toFixed(1)}\u00b0; dashed: at position 0`, 6, 30, {font: SMALL});
     r.angle = between;
+    describe(plane.canvas, `pair ${s.pair} (coordinates ${a}, ${b}) of q at position ${s.m} and k at position ${s.n}, ` +
+      `each turned by its position \u00d7 \u03b8 = ${fmt(r.theta[s.pair])} rad: the angle from q to k is ` +
+      `${between.toFixed(1)} degrees; this pair's part of q_m \u00b7 k_n is ${r.pairDot.toFixed(3)}.`);
   }
 
   function drawCurve(r) {
@@ -144,6 +149,11 @@ function render({model, el}) {
     text(ctx, "offset n \u2212 m", box.x + box.w / 2, box.y + box.h + 30, {align: "center", font: SMALL});
     ctx.fillStyle = "#D55E00";
     ctx.beginPath(); ctx.arc(xOf(s.n - s.m), yOf(r.dot), 5, 0, 2 * Math.PI); ctx.fill();
+    let hi = 0;
+    r.curve.forEach((v, j) => { if (v > r.curve[hi]) hi = j; });
+    describe(curve.canvas, `q_m \u00b7 k_n against the offset n \u2212 m from ${-(tMax - 1)} to ${tMax - 1}: ` +
+      `position offset ${s.n - s.m} (m = ${s.m}, n = ${s.n}): score ${r.dot.toFixed(3)} (dot); ` +
+      `the curve peaks at ${r.curve[hi].toFixed(3)} at offset ${r.offsets[hi]}.`);
   }
 
   function drawParts(r) {                 // each pair's part of q_m . k_n; they add up to the dot
@@ -158,13 +168,21 @@ function render({model, el}) {
       ctx.fillStyle = i === s.pair ? "#D55E00" : "#999";
       const y0 = yOf(Math.max(v, 0)), y1 = yOf(Math.min(v, 0));
       ctx.fillRect(box.x + i * w + w * 0.15, y0, w * 0.7, Math.max(y1 - y0, 1));
+      if (i !== s.pair) return;
+      ctx.strokeStyle = "#222"; ctx.lineWidth = 1.5;     // the drawn pair: outlined, not only orange
+      ctx.strokeRect(box.x + i * w + w * 0.15 - 1, y0 - 1, w * 0.7 + 2, Math.max(y1 - y0, 1) + 2);
     });
     ctx.strokeStyle = "#bbb"; ctx.lineWidth = 1;
     ctx.beginPath(); ctx.moveTo(box.x, yOf(0)); ctx.lineTo(box.x + box.w, yOf(0)); ctx.stroke();
     yAxis(ctx, box, yOf, [-big, 0, big], (t) => fmt(t));
     const last = r.parts.length - 1;
     for (const i of last ? [0, last] : [0]) text(ctx, String(i), box.x + (i + 0.5) * w, box.y + box.h + 13, {align: "center", font: SMALL});
-    text(ctx, "pair i (orange: drawn)", box.x + box.w / 2, box.y + box.h + 13, {align: "center", font: SMALL});
+    text(ctx, "pair i (outlined, orange: drawn)", box.x + box.w / 2, box.y + box.h + 13, {align: "center", font: SMALL});
+    const order = r.parts.map((_, i) => i).sort((i, j) => Math.abs(r.parts[j]) - Math.abs(r.parts[i]));
+    describe(parts.canvas, `each pair's part of q_m \u00b7 k_n (they add up to ${r.dot.toFixed(3)}): ` +
+      `pair ${order[0]} contributes most (${r.parts[order[0]].toFixed(3)}); ` +
+      `pair ${s.pair}, drawn: ${r.parts[s.pair].toFixed(3)}; largest parts: ` +
+      order.slice(0, 4).map((i) => `pair ${i} ${r.parts[i].toFixed(3)}`).join(", ") + ".");
   }
 
   function update() {
@@ -183,13 +201,16 @@ function render({model, el}) {
     drawPlane(r);
     drawCurve(r);
     drawParts(r);
-    const row = (name, value) => h("tr", {}, [h("th", {text: name}), h("td", {text: value})]);
-    table.replaceChildren(
-      row("m, n, offset n \u2212 m", `${s.m}, ${s.n}, ${s.n - s.m}`),
-      row("q_m \u00b7 k_n (both turned)", r.dot.toFixed(4)),
-      row("q_0 \u00b7 k_(n\u2212m) (offset only)", r.dotOffset.toFixed(4)),
-      row(`pair ${s.pair}'s part of q_m \u00b7 k_n (drawn)`, r.pairDot.toFixed(4)),
-      row("q \u00b7 k without positions", r.plain.toFixed(4)));
+    [["m, n, offset n \u2212 m", `${s.m}, ${s.n}, ${s.n - s.m}`],
+     ["q_m \u00b7 k_n (both turned)", r.dot.toFixed(4)],
+     ["q_0 \u00b7 k_(n\u2212m) (offset only)", r.dotOffset.toFixed(4)],
+     [`pair ${s.pair}'s part of q_m \u00b7 k_n (drawn)`, r.pairDot.toFixed(4)],
+     ["q \u00b7 k without positions", r.plain.toFixed(4)]].forEach(([name, value], i) => {
+      if (cells[i][0].textContent !== name) cells[i][0].textContent = name;    // only changed text is announced
+      if (cells[i][1].textContent !== value) cells[i][1].textContent = value;
+    });
+    dkSlider.setAttribute("aria-valuetext", `d_k = ${s.dK}`);
+    baseSlider.setAttribute("aria-valuetext", `base ${s.base}`);
     el.qkv = {settings: {...s, tMax}, dot: r.dot, dotOffset: r.dotOffset, plain: r.plain, pairDot: r.pairDot,
               parts: r.parts.slice(), curve: Array.from(r.curve), offsets, angle: r.angle};
   }

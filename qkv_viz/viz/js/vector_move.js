@@ -62,7 +62,7 @@ function render({model, el}) {
   const keys = asF64(model.get("k")), values = asF64(model.get("v")), queries = asF64(model.get("queries"));
   const T = queries.length / 2, dV = values.length / S;
   // ---- controls
-  const token = h("select", {class: "qkv-token", "aria-label": "whose query"});
+  const token = h("select", {class: "qkv-token", "aria-label": "whose query", "data-lm-suppress-shortcuts": "true"});
   for (let i = 0; i < T; i++) token.append(h("option", {value: i, text: `${names[i] || `token ${i}`}'s query`}));
   token.value = String(model.get("token"));
   const scale = h("input", {type: "checkbox", class: "qkv-scale-box", "data-lm-suppress-shortcuts": "true",
@@ -73,10 +73,13 @@ function render({model, el}) {
   const right = makeCanvas("qkv-value-plane", 300, 300);
   const shares = makeCanvas("qkv-shares", 612, 60);
   left.canvas.setAttribute("tabindex", "0");
-  left.canvas.setAttribute("aria-label", "the query: drag its tip, or use the arrow keys");
   left.canvas.setAttribute("data-lm-suppress-shortcuts", "true");
   left.canvas.style.cursor = "grab";
-  const table = h("table", {class: "qkv-readouts qkv-move-table"});
+  const table = h("table", {class: "qkv-readouts qkv-move-table", "aria-live": "polite"});
+  const rows = [["key and value", "th"], ["q\u00b7k\u2c7c", "td"], ["scores", "td"], ["weights w\u2c7c", "td"]].map(
+    ([name, tag], i) => [h("th", {scope: i ? "row" : "col", text: name}),
+                         ...names.map((n, j) => h(tag, i ? {} : {scope: "col", text: `${n} (k${j}, v${j})`}))]);
+  table.append(...rows.map((cells) => h("tr", {}, cells)));   // built once; update() changes the numbers
   const root = h("div", {class: "qkv-figure qkv-vector-move"}, [
     h("div", {class: "qkv-row"}, [labelled("start from", token),
       h("label", {class: "qkv-control"}, [scale, h("span", {text: `divide by \u221ad\u2096 (d\u2096 = ${dK})`})])]),
@@ -116,6 +119,11 @@ function render({model, el}) {
     }
     text(ctx, `q = (${s.q[0].toFixed(1)}, ${s.q[1].toFixed(1)})${same >= 0 ? ` = k${same}` : ""}`,
          qp.box.x + 6, qp.box.y + qp.box.h - 8, {font: BOLD, colour: Q_COLOUR});
+    const pt = (a, o) => `(${a[o].toFixed(1)}, ${a[o + 1].toFixed(1)})`;
+    describe(left.canvas, `the query q = ${pt(s.q, 0)}${same >= 0 ? `, equal to k${same}` : ""}, among the keys ` +
+      names.map((_, j) => `k${j} ${pt(keys, 2 * j)}`).join(", ") +
+      `; scores ${Array.from(r.scores, (x, j) => `k${j} ${x.toFixed(2)}`).join(", ")}. ` +
+      "Drag the tip, or focus here and use the arrow keys (steps of 0.1).");
     return same;
   }
 
@@ -147,6 +155,10 @@ function render({model, el}) {
     ctx.beginPath(); ctx.arc(vp.X(r.output[0]), vp.Y(r.output[1]), 5, 0, 2 * Math.PI); ctx.fill();
     text(ctx, `output (${r.output[0].toFixed(2)}, ${r.output[1].toFixed(2)})`, vp.box.x + 6, vp.box.y + vp.box.h - 8,
          {font: BOLD, colour: OUTPUT_COLOUR});
+    describe(right.canvas, `output = \u03a3 w\u2c7c v\u2c7c = (${r.output[0].toFixed(2)}, ${r.output[1].toFixed(2)}), ` +
+      "inside the triangle of the values " +
+      names.map((_, j) => `v${j} (${values[j * dV].toFixed(1)}, ${values[j * dV + 1].toFixed(1)})`).join(", ") +
+      `; the pieces w\u2c7c v\u2c7c laid tip to tail: ${percents(r)}.`);
   }
 
   function drawShares(r) {
@@ -167,16 +179,18 @@ function render({model, el}) {
     }
     ctx.strokeStyle = "#444";
     ctx.strokeRect(box.x + 0.5, box.y + 0.5, box.w, box.h);
+    describe(shares.canvas, `the weights, each value's share of the output: ${percents(r)}.`);
   }
+  const percents = (r) => Array.from(r.weights, (w, j) => `v${j} ${(100 * w).toFixed(0)} %`).join(", ");
 
   function drawTable(r) {
-    const f = (x, d = 3) => x.toFixed(d);
-    const row = (name, xs) => h("tr", {}, [h("th", {text: name}), ...xs.map((x) => h("td", {text: x}))]);
-    table.replaceChildren(
-      row("", names.map((n, j) => `${n} (k${j}, v${j})`)),
-      row("q\u00b7k\u2c7c", Array.from(r.scores, (x) => f(x / r.factor, 2))),
-      row(s.scale ? `scores (\u00d7 1/\u221a${dK})` : "scores (not scaled)", Array.from(r.scores, (x) => f(x))),
-      row("weights w\u2c7c", Array.from(r.weights, (x) => f(x))));
+    const put = (node, str) => { if (node.textContent !== str) node.textContent = str; };  // only changes are announced
+    put(rows[2][0], s.scale ? `scores (\u00d7 1/\u221a${dK})` : "scores (not scaled)");
+    for (let j = 0; j < S; j++) {
+      put(rows[1][j + 1], (r.scores[j] / r.factor).toFixed(2));
+      put(rows[2][j + 1], r.scores[j].toFixed(3));
+      put(rows[3][j + 1], r.weights[j].toFixed(3));
+    }
   }
 
   function update() {

@@ -1,4 +1,4 @@
-"""Chapter 6 exercises: batched multi-head attention (checked against torch), split_heads, what each head writes through W_o, one matrix W_v W_o per head; sizes.
+"""Chapter 6 exercises: batched multi-head attention (checked against torch), what each head writes through W_o, one matrix W_v W_o per head; sizes.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never the
 answer. The code checkers run the reader's function on fresh random cases (a new
@@ -29,39 +29,6 @@ def _sizes(rng):
     """A random (T, H, d_k) with all three different, so a swapped axis always shows."""
     T, H, d_k = rng.choice(np.arange(2, 9), size=3, replace=False)
     return int(T), int(H), int(d_k)
-
-
-# ---------------------------------------------------------------- exercise 1: split_heads
-def split_cases(n: int = 5, seed=None):
-    rng = np.random.default_rng(seed)
-    cases = []
-    for _ in range(n):
-        T, H, d_k = _sizes(rng)
-        cases.append((rng.normal(size=(T, H * d_k)), H))
-    return cases
-
-
-def _diagnose_split(got, want, case):
-    x, H = case
-    T, d_k = x.shape[0], x.shape[1] // H
-    if got.shape != want.shape and got.shape == (T, H, d_k):
-        return ("your result has shape (T, H, d_k): the reshape is right, now move the head axis "
-                "to the front (transpose to (H, T, d_k)).")
-    if got.shape != want.shape and sorted(got.shape) == sorted(want.shape):
-        return (f"wrong axis order: you return shape {got.shape}, split_heads gives (H, T, d_k) = "
-                f"{want.shape} for T={T}, H={H}, d_k={d_k}.")
-    if got.shape == want.shape and np.allclose(got, x.reshape(H, T, d_k)):
-        return ("you reshaped straight to (H, T, d_k): that cuts the token rows into groups instead of "
-                "cutting each row's columns into heads. Reshape to (T, H, d_k) first, then transpose.")
-    if got.shape == want.shape and np.allclose(got, x.reshape(T, d_k, H).transpose(2, 0, 1)):
-        return ("each head got every H-th column (interleaved). Head i owns the consecutive columns "
-                "i*d_k .. (i+1)*d_k - 1: reshape to (T, H, d_k), not (T, d_k, H).")
-    return None
-
-
-def check_split_heads(fn, seed=None) -> Feedback:
-    """Exercise 1: ``fn(x, n_heads)`` turns x (T, H*d_k) into (H, T, d_k) like ``split_heads``."""
-    return _code(fn, split_heads, split_cases(seed=seed), "your split_heads", _diagnose_split)
 
 
 # ---------------------------------------------------------------- exercise 1: batched, torch's layout
@@ -129,7 +96,9 @@ def _diagnose_batched(got, want, case):
 def check_batched_mha(fn, seed=None) -> Feedback:
     """Exercise 1: ``fn(x, W_q, W_k, W_v, W_o, n_heads)``, x (B, T, d_model) -> (B, T, d_model),
     equals ``torch.nn.MultiheadAttention`` (no biases) with those weights, on batches of 2 or more."""
-    return _code(fn, batched_mha_reference, batched_cases(seed=seed), "your batched_mha", _diagnose_batched)
+    return check_function(fn, batched_mha_reference, batched_cases(seed=seed), name="your batched_mha",
+                          diagnose=_diagnose_batched, shape_hints=True,
+                          praise="It agrees with torch.nn.MultiheadAttention on every batch.")
 
 
 # ---------------------------------------------------------------- exercise 2: W_o, head by head

@@ -6,8 +6,6 @@ Plot functions take ``ax=None``, return the artists they drew and never call
 """
 from __future__ import annotations
 
-import html
-
 import matplotlib.pyplot as plt
 
 from qkv_viz.core.config import AttentionConfig
@@ -142,11 +140,3 @@ def size_report(config: AttentionConfig, T: int) -> list:
 def report_text(rows, width: int = 58) -> str:
     """``size_report`` rows as aligned plain text with thousands separators."""
     return "\n".join(f"{label:{width}s} {value:>15,}" for label, value in rows)
-
-
-def report_html(rows) -> str:
-    """``size_report`` rows as an HTML table with thousands separators."""
-    body = "".join(f"<tr><td>{html.escape(label)}</td>"
-                   f"<td style='text-align:right;padding-left:12px'>{value:,}</td></tr>"
-                   for label, value in rows)
-    return f"<table style='font-family:monospace'>{body}</table>"

@@ -8,14 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 
-def split_heads(x, n_heads):
-    """Helper for exercise 1 (not an exercise itself). x (T, H*d_k) -> (H, T, d_k)."""
-    T, width = x.shape
-    d_k = width // n_heads
-    x = x.reshape(T, n_heads, d_k)  # (T, H*d_k) -> (T, H, d_k): cut each row into H blocks
-    return x.transpose(1, 0, 2)     # (T, H, d_k) -> (H, T, d_k): heads first
-
-
 def batched_mha(x, W_q, W_k, W_v, W_o, n_heads):
     """Exercise 1. x (B, T, d_model) -> (B, T, d_model), torch's (B, H, T, d_k) layout inside."""
     B, T, d_model = x.shape

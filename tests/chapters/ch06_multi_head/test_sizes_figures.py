@@ -1,4 +1,4 @@
-"""Chapter 6 size pictures, table and calculator: drive them like a reader would."""
+"""Chapter 6 size pictures and table."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -6,7 +6,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from qkv_viz import BERT_BASE, AttentionConfig, attention_flops, param_count  # noqa: E402
-from qkv_viz.chapters.ch06_multi_head.calculator import config_calculator  # noqa: E402
 from qkv_viz.chapters.ch06_multi_head.sizes_figures import (head_colors, plot_flops_vs_T,  # noqa: E402
                                                            plot_projection_shapes, report_text,
                                                            size_report)
@@ -37,23 +36,6 @@ def test_size_report_matches_sizes_and_torch():
     assert rows["FLOPs Q, K, V projections, T=512"] == 6 * 512 * 768 ** 2
     text = report_text(size_report(BERT_BASE, 512))
     assert f"{param_count(BERT_BASE):,}" in text and len(text.splitlines()) == len(rows)
-
-
-def test_calculator_updates_and_survives_bad_configs():
-    w = config_calculator()
-    assert f"{param_count(BERT_BASE):,}" in w.table.value
-    good_table = w.table.value
-    w.boxes["n_heads"].value = 7  # 768 is not divisible by 7
-    assert "not divisible" in w.message.value
-    assert w.table.value == good_table  # last good table kept
-    w.boxes["n_heads"].value = 8
-    assert f"{param_count(AttentionConfig(768, 8)):,}" in w.table.value
-    w.boxes["d_v"].value = 32
-    assert f"{param_count(AttentionConfig(768, 8, d_k=96, d_v=32)):,}" in w.table.value
-    w.boxes["T"].value = 0
-    assert "T must be" in w.message.value
-    w.boxes["T"].value = 16
-    assert "T must be" not in w.message.value
 
 
 def test_projection_shapes_are_to_scale_and_colour_each_head():

@@ -65,9 +65,11 @@ lab: env
 # One BLAS/OpenMP thread per process (see scripts/run_notebooks.py): stable timings on 2 cores.
 ONE_THREAD := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
+# Two pytest workers (pytest-xdist), one per core; --dist loadfile keeps each file (and each
+# notebook's cells, which nbval runs in order in one kernel) on one worker.
 test: env $(call EXTRA,test) classroom-deps browser-deps
 	$(ONE_THREAD) $(WRITE_BYTECODE) MPLBACKEND=Agg $(PY) -m pytest tests $(NOTEBOOKS) --nbval-lax \
-		--sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+		--sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider -n 2 --dist loadfile
 
 test-fast: env $(call EXTRA,test)
 	MPLBACKEND=Agg $(PY) -m pytest tests -m "not browser and not slow" -p no:cacheprovider

@@ -20,7 +20,8 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from qkv_viz.viz import style
-from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
+from qkv_viz.viz.canvas import f64_bytes, figure_png, module_source
+from qkv_viz.viz.traits import CheckedFigure, Whole, integer, labels
 
 MAX_LINE_PT = 7.0    # the width of a line of weight 1 (points in the PNG, CSS px in the browser)
 FAINT = 0.06         # opacity factor of the lines of tokens that are not focused
@@ -112,7 +113,7 @@ def _rgb(hex_colour: str):
     return tuple(int(hex_colour[k:k + 2], 16) / 255 for k in (1, 3, 5))
 
 
-class HeadView(CanvasFigure):
+class HeadView(CheckedFigure):
     """Two columns of tokens and a line per (query, key) pair, width = weight (see module doc).
 
     Traits: ``tokens_q`` (T names), ``tokens_k`` (S names), ``weights`` (T * S float64,
@@ -120,13 +121,17 @@ class HeadView(CanvasFigure):
     ``title``. In the page, ``el.qkv`` holds ``{selected: {side, index} | null, widths,
     alphas}`` (T * S, what was drawn). CSS classes: ``qkv-headview``, ``qkv-hv-q-i`` /
     ``qkv-hv-k-j`` (the token buttons), ``qkv-hv-lines`` (canvas), ``qkv-hv-readout``.
+    ``focus`` and the token labels refuse what cannot be shown (a ``TraitError`` naming the
+    trait); ``weights`` is fixed when the figure is built.
     """
 
     _esm = module_source("headview.js")
-    tokens_q = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    tokens_k = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    _fixed = ("weights",)
+    _builder = "head_view(...)"
+    tokens_q = traitlets.List().tag(sync=True)  # the validator checks every entry
+    tokens_k = traitlets.List().tag(sync=True)
     weights = traitlets.Bytes(b"").tag(sync=True)
-    focus = traitlets.Int(-1).tag(sync=True)
+    focus = Whole(-1).tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, tokens, weights, tokens_k=None, focus=None, title: str = ""):
@@ -134,6 +139,17 @@ class HeadView(CanvasFigure):
         self._w = w
         super().__init__(tokens_q=tokens_q, tokens_k=tokens_k, weights=f64_bytes(w),
                          focus=_focus_index(focus, tokens_q), title=str(title))
+
+    @traitlets.validate("focus")
+    def _valid_focus(self, proposal):
+        T = self._w.shape[0]
+        return integer("focus", proposal["value"], -1, T - 1, f"there are {T} query tokens (-1: none)")
+
+    @traitlets.validate("tokens_q", "tokens_k")
+    def _valid_tokens(self, proposal):
+        name = proposal["trait"].name
+        return labels(name, proposal["value"], self._w.shape[name == "tokens_k"],
+                      "query" if name == "tokens_q" else "key")
 
     @property
     def weights_array(self) -> np.ndarray:

@@ -16,10 +16,11 @@ from qkv_viz.chapters.ch01_library.library import (DEMO_QUERY, KEY_AXES, VALUE_A
                                                    soft_lookup)
 from qkv_viz.core.validate import positive_number
 from qkv_viz.viz import style
-from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
+from qkv_viz.viz.canvas import f64_bytes, figure_png, module_source
+from qkv_viz.viz.traits import CheckedFigure, Number, number, numbers_list
 
 
-class LibraryFigure(CanvasFigure):
+class LibraryFigure(CheckedFigure):
     """Temperature slider (log scale, 0.01..100) and query sliders over the library.
 
     Traits: ``temperature`` (> 0), ``query`` (list of d_k floats); the books as
@@ -27,12 +28,16 @@ class LibraryFigure(CanvasFigure):
     ``output`` are the math core's numbers for what is on screen. CSS classes:
     ``qkv-library``, ``qkv-temperature`` (range input: log10 of the temperature),
     ``qkv-query-0``, ``qkv-query-1``, ``qkv-figure-plane``, ``qkv-weights-bars``
-    (canvases), ``qkv-weights`` (table), ``qkv-message``.
+    (canvases), ``qkv-weights`` (table), ``qkv-message``. ``temperature`` and ``query``
+    refuse what cannot be shown (a ``TraitError`` naming the trait); the books are fixed
+    when the figure is built.
     """
 
     _esm = module_source("library.js")
-    temperature = traitlets.Float(1.0).tag(sync=True)
-    query = traitlets.List(traitlets.Float()).tag(sync=True)
+    _fixed = ("titles", "book_keys", "book_values", "key_axes", "value_axes")
+    _builder = "library_widget(...)"
+    temperature = Number(1.0).tag(sync=True)
+    query = traitlets.List().tag(sync=True)  # the validator checks the d_k numbers
     titles = traitlets.List(traitlets.Unicode()).tag(sync=True)
     book_keys = traitlets.Bytes(b"").tag(sync=True)    # (n_books, d_k) float64
     book_values = traitlets.Bytes(b"").tag(sync=True)  # (n_books, d_v) float64
@@ -49,6 +54,14 @@ class LibraryFigure(CanvasFigure):
                          book_keys=f64_bytes(self.library.keys), book_values=f64_bytes(self.library.values),
                          key_axes=list(KEY_AXES) if self.library.keys.shape[1] == 2 else [],
                          value_axes=list(VALUE_AXES) if d_v == len(VALUE_AXES) else [])
+
+    @traitlets.validate("temperature")
+    def _valid_temperature(self, proposal):
+        return number("temperature", proposal["value"], above=0)
+
+    @traitlets.validate("query")
+    def _valid_query(self, proposal):
+        return numbers_list("query", proposal["value"], self.library.keys.shape[1])
 
     @property
     def weights(self) -> np.ndarray:

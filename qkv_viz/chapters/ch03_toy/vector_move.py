@@ -13,13 +13,16 @@ is on screen (``scores``, ``weights``, ``output``) and the still picture
 
 Traits: ``q`` (the query, two numbers in -3..3), ``token`` (whose query the
 figure started from, 0..T-1; choosing one sets ``q`` to that row of Q),
-``scale`` (bool). A value the figure cannot show is refused with a
-``TraitError`` naming the trait, and the picture stays as it was.
+``scale`` (bool), ``names`` (one label per token). A value the figure cannot show is
+refused with a ``TraitError`` naming the trait, and the picture stays as it was; the
+vectors (``k``, ``v``, ``queries``, ``d_k``) are fixed when it is built.
 CSS classes: ``qkv-vector-move``, ``qkv-token``, ``qkv-scale-box``,
 ``qkv-query-plane`` / ``qkv-value-plane`` / ``qkv-shares`` (canvases),
 ``qkv-move-table``, ``qkv-message``.
 """
 from __future__ import annotations
+
+import numbers
 
 import numpy as np
 import traitlets
@@ -30,24 +33,27 @@ from qkv_viz.chapters.ch03_toy.toy import TOY_K, TOY_Q, TOY_V
 from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
-from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
+from qkv_viz.viz.canvas import f64_bytes, figure_png, module_source
+from qkv_viz.viz.traits import CheckedFigure, Whole, integer, labels, refuse
 
 Q_LIM = 3.0  # the query plane shows -3..3 (vector_move.js's Q_LIM)
 SHARE_COLOURS = ("#009E73", "#56B4E9", "#CC79A7")  # vector_move.js's first three: each value's colour
 OUTPUT_COLOUR = "#000000"  # orange is the query's alone
 
 
-class VectorMoveFigure(CanvasFigure):
+class VectorMoveFigure(CheckedFigure):
     """The live picture (build it with :func:`vector_move`)."""
 
     _esm = module_source("vector_move.js")
-    q = traitlets.List(traitlets.Float()).tag(sync=True)
-    token = traitlets.Int(0).tag(sync=True)
+    _fixed = ("k", "v", "queries", "d_k")
+    _builder = "vector_move(...)"
+    q = traitlets.List().tag(sync=True)  # the validator checks the two numbers
+    token = Whole(0).tag(sync=True)
     scale = traitlets.Bool(True).tag(sync=True)
     k = traitlets.Bytes(b"").tag(sync=True)
     v = traitlets.Bytes(b"").tag(sync=True)
     queries = traitlets.Bytes(b"").tag(sync=True)
-    names = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    names = traitlets.List().tag(sync=True)
     d_k = traitlets.Int(2).tag(sync=True)
 
     def __init__(self, Q=TOY_Q, K=TOY_K, V=TOY_V, token: int = 0, names=None, scale: bool = True):
@@ -70,16 +76,19 @@ class VectorMoveFigure(CanvasFigure):
     @traitlets.validate("q")
     def _valid_q(self, proposal):
         q = proposal["value"]
-        if len(q) != 2 or not all(np.isfinite(q)) or max(abs(x) for x in q) > Q_LIM:
-            raise traitlets.TraitError(f"q must be two finite numbers in -{Q_LIM:g}..{Q_LIM:g}, got {q!r}")
-        return q
+        if len(q) != 2 or not all(isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+                                  and np.isfinite(x) and abs(x) <= Q_LIM for x in q):  # the plane's square
+            refuse("q", q, f"q must be two finite numbers in -{Q_LIM:g}..{Q_LIM:g} (the plane drawn)")
+        return [float(x) for x in q]
 
     @traitlets.validate("token")
     def _valid_token(self, proposal):
-        t, T = proposal["value"], self._Q.shape[0]
-        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t < T:
-            raise traitlets.TraitError(f"token must be an integer in 0..{T - 1}, got {t!r}")
-        return int(t)
+        T = self._Q.shape[0]
+        return integer("token", proposal["value"], 0, T - 1, f"there are {T} tokens")
+
+    @traitlets.validate("names")
+    def _valid_names(self, proposal):
+        return labels("names", proposal["value"], self._K.shape[0])
 
     def _on_token(self, change):
         self.q = [float(x) for x in self._Q[change["new"]]]
@@ -121,19 +130,27 @@ class VectorMoveFigure(CanvasFigure):
         pad = 0.25 * (hi - lo)
         arrow = dict(length_includes_head=True, head_width=0.2, overhang=0.2)
         small = dict(length_includes_head=True, head_width=0.04 * (hi - lo), overhang=0.2)
-        left.arrow(0, 0, *q, color=style.QUERY_COLOR, width=0.14, head_width=0.42, length_includes_head=True,
-                   overhang=0.2)  # wide and under the keys, so a key equal to q still shows
+        # the query: a wide pale band under the keys, ending in the big dot the live figure drags,
+        # so a key equal to q is still drawn whole, solid, on top of it
+        left.plot([0, q[0]], [0, q[1]], color=style.QUERY_COLOR, lw=7, alpha=0.35, solid_capstyle="butt", zorder=1)
+        left.plot(*q, "o", color=style.QUERY_COLOR, ms=11, zorder=1)
         same = self.same_as_key()
         for j, k in enumerate(K):
-            # every key from the origin, in its value's colour; a key equal to q is dashed over it
+            # every key from the origin, in its value's colour, solid
             colour = SHARE_COLOURS[j % 3]
-            left.arrow(0, 0, *k, color=colour, width=0.02, ls="--" if j == same else "-", **arrow)
-            left.annotate(f"k{j}" + (" (= q)" if j == same else ""), k, xytext=(4, 4),
-                          textcoords="offset points", color=colour, fontweight="bold")
+            left.arrow(0, 0, *k, color=colour, width=0.03, zorder=2, **arrow)
+            left.annotate(f"k{j}", k, xytext=(6, -4) if j == same else (4, 4), ha="left",
+                          va="top" if j == same else "bottom", textcoords="offset points", color=colour,
+                          fontweight="bold")
+        left.annotate("q", q, xytext=(-8, 6), textcoords="offset points", ha="right", va="bottom",
+                      color=style.QUERY_COLOR, fontweight="bold")
         left.text(0.03, 0.03, f"q = ({q[0]:.1f}, {q[1]:.1f})" + (f" = k{same}" if same is not None else ""),
                   transform=left.transAxes, color=style.QUERY_COLOR, fontweight="bold")
         left.set(xlim=(-Q_LIM, Q_LIM), ylim=(-Q_LIM, Q_LIM), title="the query among the keys")
-        right.add_patch(Polygon(V, closed=True, facecolor="#000000", alpha=0.06, edgecolor="none"))
+        right.add_patch(Polygon(V, closed=True, facecolor="#000000", alpha=0.08, edgecolor="#999", lw=0.8))
+        if len(V) == 3:  # name the triangle at its centre: every output lands inside it
+            right.text(*V.mean(axis=0), "the values'\ntriangle", ha="center", va="center", color="#555",
+                       fontsize=style.MIN_FONT_PT + 1)
         at = np.zeros(2)
         for j, v in enumerate(V):
             right.arrow(0, 0, *v, color=SHARE_COLOURS[j % 3], width=0.004, ls="--", **small)
@@ -142,7 +159,10 @@ class VectorMoveFigure(CanvasFigure):
             step = weights[j] * v  # (2,): this value's share of the output
             right.arrow(*at, *step, color=SHARE_COLOURS[j % 3], width=0.006 + 0.03 * weights[j], **small)
             at = at + step
-        right.plot(*output, "o", color=OUTPUT_COLOUR, ms=7)
+        right.plot(*output, "o", color=OUTPUT_COLOUR, ms=7, zorder=3)
+        right.annotate("output", output, xytext=(10, -10), textcoords="offset points", ha="left", va="top",
+                       color=OUTPUT_COLOUR, fontweight="bold", arrowprops=dict(arrowstyle="-", color=OUTPUT_COLOUR,
+                                                                               lw=0.8))
         right.text(0.03, 0.03, f"output ({output[0]:.2f}, {output[1]:.2f})", transform=right.transAxes,
                    color=OUTPUT_COLOUR, fontweight="bold")
         right.set(xlim=(lo - pad, hi + pad), ylim=(lo - pad, hi + pad), title=r"output = $\Sigma_j\, w_j v_j$")
@@ -150,19 +170,22 @@ class VectorMoveFigure(CanvasFigure):
             ax.set_aspect("equal")
             ax.axhline(0, color="#ddd", lw=0.8, zorder=0)
             ax.axvline(0, color="#ddd", lw=0.8, zorder=0)
-        start = 0.0  # below: the weights as each value's share of one bar (the live figure's bar)
+        start, last_label = 0.0, -1.0  # below: the weights as each value's share of one bar (the live figure's bar)
         for j, w in enumerate(weights):
             bar.barh(0, w, left=start, color=SHARE_COLOURS[j % 3], edgecolor="white")
             label = f"v{j} {100 * w:.0f} %"
             if w > 0.07:
                 bar.text(start + w / 2, 0, label, ha="center", va="center",
                          fontweight="bold", fontsize=style.FONT_PT - 1)
-            else:  # too narrow for its label: the label goes under the bar, in the value's colour
-                bar.text(min(start + w / 2, 0.97), -0.45, label, ha="center", va="top", clip_on=False,
+            else:  # too narrow for its label: the label sits just above its segment, in the value's colour,
+                # moved right of the previous such label so two never overlap
+                x_label = max(min(max(start + w / 2, 0.04), 0.96), last_label + 0.11)
+                bar.text(x_label, 0.5, label, ha="center", va="bottom", clip_on=False,
                          color=SHARE_COLOURS[j % 3], fontweight="bold", fontsize=style.FONT_PT - 1)
+                last_label = x_label
             start += w
-        bar.set(xlim=(0, 1), yticks=[], xticks=[])
-        bar.set_title("the weights: each value's share of the output", fontsize=style.FONT_PT, loc="left")
+        bar.set(xlim=(0, 1), ylim=(-0.4, 0.4), yticks=[], xticks=[])
+        bar.set_xlabel("the weights: each value's share of the output", fontsize=style.FONT_PT, loc="left")
         fig.suptitle("live: drag q, untick the factor", fontsize=style.FONT_PT - 1, color="#666", x=0.99,
                      ha="right")
         return fig

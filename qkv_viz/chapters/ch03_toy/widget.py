@@ -13,7 +13,8 @@ from matplotlib.figure import Figure
 
 from qkv_viz.chapters.ch03_toy.toy import TOY_SCORES, TOY_V, toy_steps
 from qkv_viz.viz import style
-from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
+from qkv_viz.viz.canvas import f64_bytes, figure_png, module_source
+from qkv_viz.viz.traits import CheckedFigure, numbers_list
 
 
 def format_number(x: float) -> str:
@@ -43,17 +44,20 @@ def steps_html(steps) -> str:
     return "<table style='font-family:monospace'>" + "".join(rows) + "</table>" + extra
 
 
-class ToyFigure(CanvasFigure):
+class ToyFigure(CheckedFigure):
     """Score boxes + a scaling checkbox above a live table and bars of the weights.
 
     Traits: ``scores`` (list of floats, the last valid ones), ``scale`` (bool),
     ``v`` (values, float64 buffer), ``d_k``. ``steps`` is ``toy_steps`` of what is
     on screen. CSS classes: ``qkv-toy``, ``qkv-score-0..``, ``qkv-scale-box``,
-    ``qkv-steps`` (table), ``qkv-toy-bars`` (canvas), ``qkv-message``.
+    ``qkv-steps`` (table), ``qkv-toy-bars`` (canvas), ``qkv-message``. ``scores`` refuses
+    anything but one finite number per key; ``v`` and ``d_k`` are fixed when it is built.
     """
 
     _esm = module_source("toy.js")
-    scores = traitlets.List(traitlets.Float()).tag(sync=True)
+    _fixed = ("v", "d_k")
+    _builder = "toy_widget(...)"
+    scores = traitlets.List().tag(sync=True)  # the validator checks each number
     scale = traitlets.Bool(True).tag(sync=True)
     v = traitlets.Bytes(b"").tag(sync=True)
     d_k = traitlets.Int(2).tag(sync=True)
@@ -66,10 +70,7 @@ class ToyFigure(CanvasFigure):
 
     @traitlets.validate("scores")
     def _valid_scores(self, proposal):
-        x = proposal["value"]
-        if len(x) != self._v.shape[0] or not np.all(np.isfinite(x)):
-            raise traitlets.TraitError(f"scores must be {self._v.shape[0]} finite numbers, got {x!r}")
-        return x
+        return numbers_list("scores", proposal["value"], self._v.shape[0])
 
     @property
     def steps(self):

@@ -36,13 +36,14 @@ import traitlets
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from qkv_viz.chapters.ch04_scaling.explorer import (D_KS, D_MAX, HEADS_MAX, METRICS, N_MAX,
+from qkv_viz.chapters.ch04_scaling.explorer import (D_KS, D_MAX, METRICS, N_MAX,
                                                     check_settings, dk_curves, draw_qk,
                                                     head_attention)
 from qkv_viz.viz import style
-from qkv_viz.viz.canvas import CanvasFigure, f32_bytes, figure_png, module_source
+from qkv_viz.viz.canvas import f32_bytes, figure_png, module_source
 from qkv_viz.core.diagnostics import summarize
 from qkv_viz.viz.plots import attention_heatmap, metric_vs_dk
+from qkv_viz.viz.traits import CheckedFigure, Number, Whole, integer, number, one_of
 
 METRIC_LABELS = {  # the same words as explorer.js's menu and as chapter 4's page
     "max_weight": "max weight (row mean)",
@@ -58,29 +59,25 @@ READOUT_LABELS = {  # the readout table's row names (explorer.js's drawReadouts)
 }
 
 
-def _int_in(name, value, lo, hi):
-    """``value`` as an int in lo..hi, or a TraitError naming the trait."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
-        raise traitlets.TraitError(f"{name} must be an integer in {lo}..{hi}, got {value!r}")
-    return int(value)
-
-
-class ScalingExplorer(CanvasFigure):
+class ScalingExplorer(CheckedFigure):
     """The scaling explorer (build it with :func:`scaling_explorer`).
 
     Every trait refuses a value the figure cannot show (a ``TraitError`` naming
-    the trait); the figure then keeps its last good picture.
+    the trait); the figure then keeps its last good picture. ``n_heads`` and the
+    vectors are fixed when it is built.
     """
 
     _esm = module_source("explorer.js")
-    n = traitlets.Int(16).tag(sync=True)
-    seed = traitlets.Int(0).tag(sync=True)
-    n_heads = traitlets.Int(1).tag(sync=True)
-    head = traitlets.Int(0).tag(sync=True)
-    d_k = traitlets.Int(64).tag(sync=True)
+    _fixed = ("n_heads", "q", "k", "d_ks", "d_max", "n_max")
+    _builder = "scaling_explorer(...)"
+    n = Whole(16).tag(sync=True)
+    seed = Whole(0).tag(sync=True)
+    n_heads = Whole(1).tag(sync=True)
+    head = Whole(0).tag(sync=True)
+    d_k = Whole(64).tag(sync=True)
     scale = traitlets.Bool(True).tag(sync=True)
-    temperature = traitlets.Float(1.0).tag(sync=True)
-    query = traitlets.Int(0).tag(sync=True)
+    temperature = Number(1.0).tag(sync=True)
+    query = Whole(0).tag(sync=True)
     metric = traitlets.Unicode("max_weight").tag(sync=True)
     q = traitlets.Bytes(b"").tag(sync=True)  # (n, D_MAX) float32 of the shown head
     k = traitlets.Bytes(b"").tag(sync=True)
@@ -104,44 +101,30 @@ class ScalingExplorer(CanvasFigure):
     # -- refuse what the figure cannot show ---------------------------------------
     @traitlets.validate("d_k")
     def _valid_d_k(self, proposal):
-        if proposal["value"] not in D_KS:
-            raise traitlets.TraitError(f"d_k must be a power of two in 1..{D_MAX}, got {proposal['value']}")
-        return proposal["value"]
+        return one_of("d_k", proposal["value"], D_KS, "d_k is a power of two")
 
     @traitlets.validate("temperature")
     def _valid_temperature(self, proposal):
-        t = proposal["value"]
-        if not (0 < t < float("inf")):
-            raise traitlets.TraitError(f"temperature must be a finite number > 0, got {t}")
-        return t
+        return number("temperature", proposal["value"], above=0)
 
     @traitlets.validate("metric")
     def _valid_metric(self, proposal):
-        if proposal["value"] not in METRICS:
-            raise traitlets.TraitError(f"metric must be one of {', '.join(METRICS)}, got {proposal['value']!r}")
-        return proposal["value"]
+        return one_of("metric", proposal["value"], METRICS)
 
     @traitlets.validate("query", "n", "seed", "head")
     def _valid_index(self, proposal):
         name = proposal["trait"].name
-        label, lo, hi = {"query": (f"query (a row of the n = {self.n} tokens)", 0, self.n - 1),
-                         "n": ("n", 1, N_MAX), "seed": ("seed", 0, 2 ** 32 - 1),
-                         "head": (f"head (of n_heads = {self.n_heads})", 0, self.n_heads - 1)}[name]
-        return _int_in(label, proposal["value"], lo, hi)
-
-    @traitlets.validate("n_heads")
-    def _valid_n_heads(self, proposal):
-        if "n_heads" in self._trait_values and proposal["value"] != self.n_heads:
-            raise traitlets.TraitError("n_heads is fixed when the explorer is built: "
-                                       "call scaling_explorer(n_heads=...) for another number")
-        return _int_in("n_heads", proposal["value"], 1, HEADS_MAX)
+        lo, hi, why = {"query": (0, self.n - 1, f"there are {self.n} tokens"),
+                       "n": (1, N_MAX, None), "seed": (0, 2 ** 32 - 1, None),
+                       "head": (0, self.n_heads - 1, f"there are {self.n_heads} heads")}[name]
+        return integer(name, proposal["value"], lo, hi, why)
 
     # -- Python's part: vectors for (seed, n, head) -----------------------------
     def _send_vectors(self, change=None):
         q, k = draw_qk(self.seed, self.n_heads, self.n, D_MAX)  # (H, n, D_MAX) each
         if self.query >= self.n:
             self.query = self.n - 1
-        with self.hold_sync():  # q and k arrive together
+        with self.hold_sync(), self._updating():  # q and k arrive together
             self.k = f32_bytes(k[self.head])
             self.q = f32_bytes(q[self.head])  # the browser recomputes on "change:q"
 

@@ -15,11 +15,12 @@ from qkv_viz.chapters.ch07_masks.figures import PAD_HATCH, hatch_masked
 from qkv_viz.core.attention import causal_mask, masked_softmax
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
-from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
+from qkv_viz.viz.canvas import f64_bytes, figure_png, module_source
 from qkv_viz.viz.plots import attention_heatmap
+from qkv_viz.viz.traits import CheckedFigure, Whole, integer, labels, refuse
 
 
-class MaskFigure(CanvasFigure):
+class MaskFigure(CheckedFigure):
     """A weights heatmap under a mask the reader builds.
 
     Traits: ``scores`` (T x S float64 buffer, already scaled), ``T``, ``S``, ``tokens_q``,
@@ -27,17 +28,21 @@ class MaskFigure(CanvasFigure):
     padding), ``clicked`` (T*S bools, cells hidden by hand). ``mask`` and ``weights``
     are what is on screen, computed by the math core. CSS classes: ``qkv-masks``,
     ``qkv-causal-box``, ``qkv-real-slider``, ``qkv-reset``, ``qkv-mask-map`` (canvas).
+    ``n_real``, ``clicked`` and the token labels refuse what cannot be shown (a
+    ``TraitError`` naming the trait); ``scores``, ``T`` and ``S`` are fixed when it is built.
     """
 
     _esm = module_source("masks.js")
+    _fixed = ("scores", "T", "S")
+    _builder = "mask_widget(...)"
     scores = traitlets.Bytes(b"").tag(sync=True)
     T = traitlets.Int(1).tag(sync=True)
     S = traitlets.Int(1).tag(sync=True)
-    tokens_q = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    tokens_k = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    tokens_q = traitlets.List().tag(sync=True)  # the validators check every entry
+    tokens_k = traitlets.List().tag(sync=True)
     causal = traitlets.Bool(True).tag(sync=True)
-    n_real = traitlets.Int(1).tag(sync=True)
-    clicked = traitlets.List(traitlets.Bool()).tag(sync=True)
+    n_real = Whole(1).tag(sync=True)
+    clicked = traitlets.List().tag(sync=True)
 
     def __init__(self, scores, tokens_q, tokens_k, causal: bool = True, n_real: int | None = None):
         self._scores = as_array("scores", scores, ndim=2)
@@ -51,6 +56,24 @@ class MaskFigure(CanvasFigure):
         super().__init__(scores=f64_bytes(self._scores), T=T, S=S, tokens_q=[str(t) for t in tokens_q],
                          tokens_k=[str(t) for t in tokens_k], causal=bool(causal), n_real=n_real,
                          clicked=[False] * (T * S))
+
+    @traitlets.validate("n_real")
+    def _valid_n_real(self, proposal):
+        S = self._scores.shape[1]
+        return integer("n_real", proposal["value"], 0, S, f"there are {S} keys (n_real of them real)")
+
+    @traitlets.validate("tokens_q", "tokens_k")
+    def _valid_tokens(self, proposal):
+        name = proposal["trait"].name
+        return labels(name, proposal["value"], self._scores.shape[name == "tokens_k"],
+                      "query" if name == "tokens_q" else "key")
+
+    @traitlets.validate("clicked")
+    def _valid_clicked(self, proposal):
+        value, T, S = proposal["value"], *self._scores.shape
+        if len(value) != T * S or not all(isinstance(x, (bool, np.bool_)) for x in value):
+            refuse("clicked", value, f"it must be T * S = {T * S} booleans (True: the cell is hidden), row by row")
+        return [bool(x) for x in value]
 
     @property
     def mask(self) -> np.ndarray:

@@ -4,8 +4,9 @@
 ``real_attention_widget(model)`` is the interactive figure: type a sentence
 (Python runs the model once and sends every layer's weights), move the layer
 slider (the browser redraws, ``qkv_viz/viz/js/heads.js``; the model does not
-rerun). An empty or too long sentence shows the message and keeps the last
-good picture.
+rerun). An empty or too long sentence, or a layer the model does not have, is
+refused (a ``TraitError`` from Python; typed in the page, the message shows) and
+the last good picture stays.
 """
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import numpy as np
 import traitlets
 
 from qkv_viz.bridges.real_forward import head_sharpness, run
-from qkv_viz.viz.canvas import CanvasFigure, f32_bytes, figure_png, module_source
+from qkv_viz.viz.canvas import f32_bytes, figure_png, module_source
 from qkv_viz.viz.plots import head_grid
+from qkv_viz.viz.traits import CheckedFigure, Whole, integer, refuse
 
 
 def head_grid_figure(trace, layer: int, ncols: int = 4):
@@ -33,18 +35,21 @@ def head_grid_figure(trace, layer: int, ncols: int = 4):
     return fig
 
 
-class RealHeadsFigure(CanvasFigure):
+class RealHeadsFigure(CheckedFigure):
     """Sentence box + layer slider above the layer's head grid, drawn in the browser.
 
     Traits: ``sentence``, ``layer``, ``tokens``, ``weights`` ((L, H, T, T) float32
     buffer), ``n_layers``, ``n_heads``, ``error``. ``trace`` is the last good
-    ``Trace``. CSS classes: ``qkv-heads``, ``qkv-sentence``, ``qkv-layer``
-    (range input), ``qkv-head-grid`` (canvas), ``qkv-message``.
+    ``Trace``. ``sentence`` and ``layer`` refuse what the model cannot run or show; the
+    rest follows the sentence (fixed otherwise). CSS classes: ``qkv-heads``,
+    ``qkv-sentence``, ``qkv-layer`` (range input), ``qkv-head-grid`` (canvas), ``qkv-message``.
     """
 
     _esm = module_source("heads.js")
+    _fixed = ("tokens", "weights", "n_layers", "n_heads")
+    _builder = "real_attention_widget(...)"
     sentence = traitlets.Unicode("").tag(sync=True)
-    layer = traitlets.Int(0).tag(sync=True)
+    layer = Whole(0).tag(sync=True)
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     weights = traitlets.Bytes(b"").tag(sync=True)
     n_layers = traitlets.Int(1).tag(sync=True)
@@ -56,6 +61,7 @@ class RealHeadsFigure(CanvasFigure):
         if not 0 <= int(layer) < n_layers:
             raise ValueError(f"layer must be in 0..{n_layers - 1}, got {layer!r}")
         self.trace = run(model, sentence)  # ValueError for an empty or too long sentence
+        self._next = (sentence, self.trace)  # the last sentence the model ran, and its trace
         super().__init__(sentence=sentence, layer=int(layer), n_layers=n_layers,
                          n_heads=model.config.n_heads, **self._data(self.trace))
         self.observe(self._on_sentence, names="sentence")
@@ -64,14 +70,28 @@ class RealHeadsFigure(CanvasFigure):
     def _data(trace) -> dict:
         return {"tokens": list(trace.tokens), "weights": f32_bytes(trace.weights)}  # (L, H, T, T)
 
+    @traitlets.validate("layer")
+    def _valid_layer(self, proposal):
+        L = self.model.config.n_layers
+        return integer("layer", proposal["value"], 0, L - 1, f"the model has {L} layers")
+
+    @traitlets.validate("sentence")
+    def _valid_sentence(self, proposal):
+        """The model runs here: a sentence it cannot run is refused, the trace of one it can waits."""
+        sentence = proposal["value"]
+        if self._built and sentence != self._next[0]:  # __init__ has run the model already
+            try:
+                self._next = (sentence, run(self.model, sentence))
+            except (TypeError, ValueError) as exc:
+                refuse("sentence", sentence, f"{exc}")
+        return sentence
+
     def _on_sentence(self, change):
-        try:
+        sentence, trace = self._next
+        if sentence != change["new"]:  # pragma: no cover - the validator always runs first
             trace = run(self.model, change["new"])
-        except (TypeError, ValueError) as exc:
-            self.error = f"{exc}. Showing the last valid picture."
-            return
         self.trace = trace
-        with self.hold_sync():
+        with self.hold_sync(), self._updating():
             self.error = ""
             self.tokens = list(trace.tokens)
             self.weights = f32_bytes(trace.weights)  # the browser redraws on "change:weights"

@@ -16,13 +16,14 @@ from qkv_viz.chapters.ch10_positions.toy import WIDGET_D_K_MAX, WIDGET_SEED, wid
 from qkv_viz.core.positions import apply_rope, rope_dot, rope_dots_by_offset
 from qkv_viz.core.validate import index_int
 from qkv_viz.viz import style
-from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
+from qkv_viz.viz.canvas import f64_bytes, figure_png, module_source
+from qkv_viz.viz.traits import CheckedFigure, Number, Whole, integer, one_of
 
 D_KS = (2, 4, 8, 16, 32, 64)                       # the d_k slider's stops (positions.js: ROPE_D_KS)
 BASES = (10.0, 100.0, 1000.0, 10000.0, 100000.0, 1000000.0)  # the base slider's (ROPE_BASES)
 
 
-class RopeFigure(CanvasFigure):
+class RopeFigure(CheckedFigure):
     """Sliders m, n (0 .. t_max-1), "keep n - m fixed", d_k, base and the pair drawn; a plane
     with the pair of q and k turning, the curve q_m . k_n against n - m, readouts.
 
@@ -30,17 +31,22 @@ class RopeFigure(CanvasFigure):
     ``base``, ``pair``, ``lock``, ``t_max``. ``dot`` is the core's q_m . k_n for what is on
     screen. CSS classes: ``qkv-rope``, ``qkv-rope-m``, ``qkv-rope-n``, ``qkv-rope-lock``,
     ``qkv-rope-dk``, ``qkv-rope-base``, ``qkv-rope-pair``, ``qkv-rope-plane``,
-    ``qkv-rope-curve`` (canvases), ``qkv-rope-readouts``, ``qkv-message``.
+    ``qkv-rope-curve`` (canvases), ``qkv-rope-readouts``, ``qkv-message``. ``m``, ``n``,
+    ``d_k``, ``base`` and ``pair`` refuse what the sliders cannot show (a ``TraitError``
+    naming the trait; a smaller d_k brings ``pair`` into range, as the page does);
+    ``q``, ``k`` and ``t_max`` are fixed when the figure is built.
     """
 
     _esm = module_source("positions.js")
+    _fixed = ("q", "k", "t_max")
+    _builder = "rope_widget(...)"
     q = traitlets.Bytes(b"").tag(sync=True)
     k = traitlets.Bytes(b"").tag(sync=True)
-    m = traitlets.Int(2).tag(sync=True)
-    n = traitlets.Int(5).tag(sync=True)
-    d_k = traitlets.Int(8).tag(sync=True)
-    base = traitlets.Float(10000.0).tag(sync=True)
-    pair = traitlets.Int(0).tag(sync=True)
+    m = Whole(2).tag(sync=True)
+    n = Whole(5).tag(sync=True)
+    d_k = Whole(8).tag(sync=True)
+    base = Number(10000.0).tag(sync=True)
+    pair = Whole(0).tag(sync=True)
     lock = traitlets.Bool(False).tag(sync=True)
     t_max = traitlets.Int(32).tag(sync=True)
 
@@ -64,6 +70,28 @@ class RopeFigure(CanvasFigure):
             raise ValueError(f"pair must be 0..{d_k // 2 - 1} for d_k = {d_k}, got {pair}")
         super().__init__(q=f64_bytes(self._q), k=f64_bytes(self._k), m=int(m), n=int(n), d_k=int(d_k),
                          base=float(base), pair=int(pair), t_max=t_max)
+        self.observe(self._keep_pair, names="d_k")
+
+    @traitlets.validate("m", "n")
+    def _valid_position(self, proposal):
+        name = proposal["trait"].name
+        return integer(name, proposal["value"], 0, self.t_max - 1, f"the positions are 0..t_max-1 = {self.t_max - 1}")
+
+    @traitlets.validate("d_k")
+    def _valid_d_k(self, proposal):
+        return one_of("d_k", proposal["value"], D_KS, "the d_k slider has these stops")
+
+    @traitlets.validate("base")
+    def _valid_base(self, proposal):
+        return one_of("base", proposal["value"], BASES, "the base slider has these stops")
+
+    @traitlets.validate("pair")
+    def _valid_pair(self, proposal):
+        return integer("pair", proposal["value"], 0, self.d_k // 2 - 1, f"d_k = {self.d_k} has {self.d_k // 2} pairs")
+
+    def _keep_pair(self, change):
+        """A smaller d_k has fewer pairs: the drawn pair becomes the last one (positions.js does the same)."""
+        self.pair = min(self.pair, change["new"] // 2 - 1)
 
     @property
     def dot(self) -> float:

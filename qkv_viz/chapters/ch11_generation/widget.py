@@ -13,14 +13,16 @@ import numpy as np
 import traitlets
 from matplotlib.figure import Figure
 
+from qkv_viz.chapters.ch11_generation.figures import plot_generation_step
 from qkv_viz.chapters.ch11_generation.generation import PROMPT, VOCAB, hand_built_model, shared_kv, write
 from qkv_viz.core.kv_cache import GQAParams, generate
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
-from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
+from qkv_viz.viz.canvas import f64_bytes, figure_png, module_source
+from qkv_viz.viz.traits import CheckedFigure, Whole, integer, one_of
 
 
-class GenerationFigure(CanvasFigure):
+class GenerationFigure(CheckedFigure):
     """Step through a greedy generation; the K/V caches, the new query's weights, its logits.
 
     Traits: ``vocab``, ``prompt`` (word ids), ``stop`` (id ending the sentence), ``max_tokens``,
@@ -28,10 +30,15 @@ class GenerationFigure(CanvasFigure):
     multi-head), ``W_o`` as float64 buffers; ``step`` (the new token), ``head`` (query head shown),
     ``n_kv_heads`` (a divisor of n_heads). CSS classes: ``qkv-generation``, ``qkv-gen-step``
     (slider), ``qkv-gen-next`` (button), ``qkv-gen-head``, ``qkv-gen-kv`` (selects),
-    ``qkv-gen-map`` (canvas), ``qkv-gen-readout``.
+    ``qkv-gen-map`` (canvas), ``qkv-gen-readout``. ``step``, ``head`` and ``n_kv_heads``
+    refuse what cannot be shown (a ``TraitError`` naming the trait; fewer K/V heads may
+    write a shorter sentence, and ``step`` then moves to its last token, as the page does);
+    the model and the prompt are fixed when the figure is built.
     """
 
     _esm = module_source("generation.js")
+    _fixed = ("vocab", "prompt", "stop", "max_tokens", "d_model", "n_heads", "E", "W_q", "W_k", "W_v", "W_o")
+    _builder = "generation_widget(...)"
     vocab = traitlets.List(traitlets.Unicode()).tag(sync=True)
     prompt = traitlets.List(traitlets.Int()).tag(sync=True)
     stop = traitlets.Int(-1).tag(sync=True)
@@ -43,9 +50,9 @@ class GenerationFigure(CanvasFigure):
     W_k = traitlets.Bytes(b"").tag(sync=True)
     W_v = traitlets.Bytes(b"").tag(sync=True)
     W_o = traitlets.Bytes(b"").tag(sync=True)
-    step = traitlets.Int(0).tag(sync=True)
-    head = traitlets.Int(0).tag(sync=True)
-    n_kv_heads = traitlets.Int(1).tag(sync=True)
+    step = Whole(0).tag(sync=True)
+    head = Whole(0).tag(sync=True)
+    n_kv_heads = Whole(1).tag(sync=True)
 
     def __init__(self, vocab, E, params: GQAParams, prompt, step: int = 0, head: int = 0,
                  n_kv_heads: int | None = None, stop: str = ".", max_tokens: int = 10):
@@ -72,6 +79,30 @@ class GenerationFigure(CanvasFigure):
                          max_tokens=self._max, d_model=self._E.shape[1], n_heads=H, E=f64_bytes(self._E),
                          W_q=f64_bytes(params.W_q), W_k=f64_bytes(params.W_k), W_v=f64_bytes(params.W_v),
                          W_o=f64_bytes(params.W_o), step=int(step), head=int(head), n_kv_heads=n_kv_heads)
+        self.observe(self._keep_step, names="n_kv_heads")
+
+    def _kv_choices(self) -> tuple:
+        H = self._params.n_heads
+        return tuple(g for g in range(1, H + 1) if H % g == 0)
+
+    @traitlets.validate("n_kv_heads")
+    def _valid_n_kv_heads(self, proposal):
+        return one_of("n_kv_heads", proposal["value"], self._kv_choices(),
+                      f"the K/V heads must divide n_heads = {self._params.n_heads}")
+
+    @traitlets.validate("head")
+    def _valid_head(self, proposal):
+        H = self._params.n_heads
+        return integer("head", proposal["value"], 0, H - 1, f"there are {H} query heads")
+
+    @traitlets.validate("step")
+    def _valid_step(self, proposal):
+        T = len(self.words)
+        return integer("step", proposal["value"], 0, T - 1, f"the sentence has {T} tokens")
+
+    def _keep_step(self, change):
+        """Fewer K/V heads may write a shorter sentence: the step stays on it (generation.js does the same)."""
+        self.step = min(self.step, len(self.words) - 1)
 
     def _layer(self) -> GQAParams:
         return shared_kv(self._params, self.n_kv_heads)
@@ -108,54 +139,11 @@ class GenerationFigure(CanvasFigure):
         return c.k.size + c.v.size
 
     def static_png(self) -> bytes:
-        """The step on screen, as the live figure draws it: the new query's row of weights
-        (outlined) in the causal matrix, the K and V caches (one block of columns per K/V head,
-        a column per embedding dimension = word) with this step's row outlined, and the logits'
-        choice in the title."""
-        from matplotlib.patches import Rectangle
-        t, hd, Hkv = self.step, self.head, self.n_kv_heads
+        """The step on screen, as the live figure draws it (``figures.plot_generation_step``)."""
+        fig = Figure(figsize=style.figsize(1.0, 0.62), dpi=style.DPI, layout="constrained")
         words, weights, logits = self.run()
-        T, layer = len(words), self._layer()
-        w = np.where((np.arange(T)[:, None] <= t) & np.tri(T, dtype=bool), weights[hd], np.nan)
-        c = self.cache
-        k, v = (a.swapaxes(0, 1).reshape(t + 1, -1) for a in (c.k, c.v))   # (t+1, H_kv d_k)
-        lim = float(max(np.abs(k).max(), np.abs(v).max()))
-        fig = Figure(figsize=style.figsize(1.0, 0.5), dpi=style.DPI, layout="constrained")
-        grid = fig.add_gridspec(1, 3, width_ratios=(1.1, 1, 1))
-        ax_w = fig.add_subplot(grid[0])
-        im_w = ax_w.imshow(w, cmap=style.WEIGHTS_CMAP, vmin=0, vmax=1)
-        for i, j in zip(*np.nonzero(np.isfinite(w))):
-            ax_w.text(j, i, f"{w[i, j]:.2f}".replace("0.", "."), ha="center", va="center", fontsize=7,
-                      color="black" if w[i, j] > 0.6 else "white")
-        ax_w.set(title=f"weights, head {hd}", xticks=range(T), yticks=range(T),
-                 xticklabels=words, yticklabels=words, xlabel="key", ylabel="query (new token)")
-        ax_w.tick_params(axis="x", labelrotation=90)
-        fig.colorbar(im_w, ax=ax_w, label=style.WEIGHTS_LABEL, shrink=0.6)
-        ax_w.add_patch(Rectangle((-0.5, t - 0.5), t + 1, 1, fill=False, edgecolor=style.QUERY_COLOR, lw=2.5))
-        im, axes = None, []
-        dk = layer.d_k
-        for col, (name, a) in enumerate((("K", k), ("V", v)), start=1):
-            ax = fig.add_subplot(grid[col])
-            axes.append(ax)
-            full = np.full((T, a.shape[1]), np.nan)
-            full[:t + 1] = a
-            im = ax.imshow(full, cmap=style.SCORES_CMAP, vmin=-lim, vmax=lim, aspect="auto")
-            for i, j in zip(*np.nonzero(np.abs(np.nan_to_num(full)) > 1e-9)):
-                ax.text(j, i, f"{full[i, j]:g}", ha="center", va="center", fontsize=6)
-            ax.add_patch(Rectangle((-0.5, t - 0.5), a.shape[1], 1, fill=False, edgecolor=style.QUERY_COLOR,
-                                   lw=2.5, zorder=3))
-            for g in range(1, Hkv):
-                ax.axvline(g * dk - 0.5, color="black", lw=1.5)
-            ax.set_xticks(range(a.shape[1]), self._vocab * Hkv, rotation=90, fontsize=6)
-            for g in range(Hkv):
-                ax.text((g + 0.5) * dk - 0.5, -0.6, f"K/V head {g}", ha="center", va="bottom", fontsize=7)
-            ax.set_title(f"{name} cache", pad=14)
-            ax.set(yticks=range(T), yticklabels=words)
-        fig.colorbar(im, ax=axes, label="entries of K, V", shrink=0.6)
-        lg = ", ".join(f"{word} {x:.2f}" for word, x in zip(self._vocab, logits[t]))
-        nxt = ("the sentence ends" if t >= T - 1 else f'token {t + 1} is given by the prompt: "{words[t + 1]}"'
-               if t < len(self._prompt) - 1 else f'argmax: "{self._vocab[int(np.argmax(logits[t]))]}"')
-        fig.suptitle(f'step {t}: "{words[t]}" adds row {t} (outlined); its logits {lg} -> {nxt}', fontsize=8)
+        plot_generation_step(words, weights, logits, self.cache, self._vocab, self.step, self.head,
+                             len(self._prompt), fig=fig)
         return figure_png(fig)
 
 

@@ -1,6 +1,7 @@
 """Chapter 9's widget: drives the sentence box and the layer slider."""
 import numpy as np
 import pytest
+import traitlets
 
 pytest.importorskip("safetensors")
 pytest.importorskip("tokenizers")
@@ -25,13 +26,29 @@ def test_widget_follows_the_sentence_and_survives_bad_input(model):
     w.sentence = "A dog barks."
     np.testing.assert_allclose(w.trace.weights, run(model, "A dog barks.").weights)
     assert w.tokens == list(w.trace.tokens) and w.error == ""
-    w.sentence = "   "
-    assert "sentence is empty" in w.error
-    assert w.trace.tokens[1:3] == ("a", "dog")  # last good trace kept
-    w.sentence = "word " * 600
-    assert "too long" in w.error
+    with pytest.raises(traitlets.TraitError, match="sentence = '   ', but sentence is empty"):
+        w.sentence = "   "
+    assert w.sentence == "A dog barks." and w.trace.tokens[1:3] == ("a", "dog")  # last good trace kept
+    with pytest.raises(traitlets.TraitError, match="too long"):
+        w.sentence = "word " * 600
+    with pytest.raises(traitlets.TraitError, match=f"layer = {L}, but the model has {L} layers"):
+        w.layer = L
+    assert w.layer == 1
     with pytest.raises(ValueError, match="layer"):
         real_attention_widget(model, layer=L)
+
+
+def test_a_sentence_typed_in_the_page_that_cannot_run_shows_the_message(model):
+    """From the browser (a comm message), a bad sentence is refused without a traceback: the
+    message goes to ``error`` (heads.js shows it), the browser gets the last good sentence back."""
+    w = real_attention_widget(model, sentence="Hello world.")
+    sent = []
+    w.send_state = lambda key=None: sent.append(key)
+    w.set_state({"sentence": "   "})
+    assert "sentence is empty" in w.error and "last good picture" in w.error
+    assert w.sentence == "Hello world." and w.trace.tokens[1] == "hello" and ["sentence"] in sent
+    w.set_state({"sentence": "A dog barks."})
+    assert w.error == "" and w.trace.tokens[1:3] == ("a", "dog")
 
 
 def test_bundle_has_the_head_grid_picture(model):

@@ -382,13 +382,22 @@ def _with_side_note(fb: Feedback, changed: set[str]) -> Feedback:
                                              "see its own arrays change.")
 
 
+ORDINALS = ("first", "second", "third", "fourth", "fifth")
+
+
+def _label(j: int, name: str, returns) -> str:
+    """How feedback names value ``j`` of a tuple: "`weights` (the second value attention
+    returned)". Words, not numbers: the book counts from 0, Python's tuples too."""
+    nth = ORDINALS[j] if j < len(ORDINALS) else f"number {j}"
+    what = f"the {nth} value {name} returned"
+    return f"`{returns[j]}` ({what})" if returns and j < len(returns) else what
+
+
 def _compare(got, want, case, *, where, name, diagnose, atol, returns, shape_hints):
     """A Feedback for the first problem in ``got``, or the list of precisions when it is right."""
     wants = want if isinstance(want, tuple) else (want,)
     gots = _values(got, len(wants))
-    labels = ([name] if len(wants) == 1 else
-              [f"{returns[j]} (value {j + 1} of {name})" if returns and j < len(returns)
-               else f"value {j + 1} of {name}" for j in range(len(wants))])
+    labels = [name] if len(wants) == 1 else [_label(j, name, returns) for j in range(len(wants))]
     if len(wants) == 1 and len(gots) > 1:  # a tuple where one array is expected: maybe its rows
         gots = (got,)
     if len(gots) != len(wants):

@@ -211,6 +211,18 @@ def test_values_in_the_wrong_order_are_named():
     assert not fb and "returned 1 value(s); expected 2" in fb.message
 
 
+
+def test_a_wrong_second_value_is_named_in_words_not_a_count_from_one():
+    def half_right(q, k, v):
+        out, w = _attention_ref(q, k, v)
+        return out, w.tolist() + [["not", "numbers"]]
+    fb = check_function(half_right, _attention_ref, _attention_cases(), name="attention",
+                        returns=("output", "weights"))
+    assert not fb and "`weights` (the second value attention returned)" in fb.message, fb.message
+    fb = check_function(half_right, _attention_ref, _attention_cases(), name="attention")
+    assert not fb and "the second value attention returned" in fb.message, fb.message
+
+
 # ---------------------------------------------------------------- a checker never raises
 class Unreadable:
     def __array__(self, dtype=None, copy=None):

@@ -198,7 +198,9 @@ def plot_pipeline(T=3, d_model=4, d_k=2, d_v=2, ax=None, highlight=None, mask=Fa
     if not given:
         data = _example(T, d_model, d_k, d_v, masked, seed)
     data["numbers"], data["tokens"] = given, (None if tokens is None else [str(t) for t in tokens])
-    cell = _cell_size(T, d_model, d_k, d_v, masked, largest=0.24 if given else 0.19, two_rows=given)
+    label_w = _label_width(data["tokens"])
+    cell = _cell_size(T, d_model, d_k, d_v, masked, largest=0.24 if given else 0.19, two_rows=given,
+                      label_w=label_w)
     own = ax is None
     if own:
         _, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 3.0), dpi=style.DPI)  # resized in _frame
@@ -235,16 +237,31 @@ def _proj_offsets(d_k, d_v, c):
     return to_at, to_qkv
 
 
-def _cell_size(T, d_model, d_k, d_v, masked, largest=0.19, two_rows=False) -> float:
+def _label_width(tokens) -> float:
+    """Inches taken by a column of the tokens' names written beside a matrix's rows (0 without names)."""
+    return 0.07 * max(map(len, tokens)) + 0.08 if tokens else 0.0
+
+
+def _row_labels(canvas, stage, box, names, side="left"):
+    """The tokens' names beside the rows of the matrix ``box`` (x0, y0, x1, y1): which row is whose."""
+    c = canvas.cell
+    x, ha = (box[0] - 0.06, "right") if side == "left" else (box[2] + 0.06, "left")
+    for i, name in enumerate(names):
+        canvas.text(stage, x, box[3] - (i + 0.5) * c, name, size=style.MIN_FONT_PT, ha=ha, va="center",
+                    color="#555555", gid="row-label")
+
+
+def _cell_size(T, d_model, d_k, d_v, masked, largest=0.19, two_rows=False, label_w=0.0) -> float:
     """The largest cell (<= ``largest`` in) with which the whole row of stages fits the column
-    (``two_rows``: the projections on one row, the attention from Q, K, V on the next)."""
+    (``two_rows``: the projections on one row, the attention from Q, K, V on the next;
+    ``label_w``: room for the tokens' names beside the rows on the second row (two columns of names, narrower than their allowance))."""
     room = style.COLUMN_WIDTH - 0.5  # 0.5: the caption and labels past the edges
     for cell in np.arange(largest, 0.05, -0.005):
         to_at, to_qkv = _proj_offsets(d_k, d_v, cell)
         op = _op_gap(T, cell)
         row_a = d_model * cell + to_at + to_qkv + max(d_k, d_v) * cell / 2 + 0.7  # X .. Q, K, V (+ names)
         row_b = (max(d_k, d_v) * cell + 1.0 + T * cell                               # Q, K, V, @ and Q K^T
-                 + (2 + masked) * (op + T * cell) + op + 0.2 + d_v * cell + _MARGINS)
+                 + (2 + masked) * (op + T * cell) + op + 0.2 + d_v * cell + _MARGINS + 1.3 * label_w)
         width = max(row_a, row_b) if two_rows else row_a - 0.7 + row_b - max(d_k, d_v) * cell
         if width <= room:
             return float(cell)
@@ -297,19 +314,21 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
         boxes[name] = canvas.matrix("qkv", x_qkv, y, _tint(color, d[name]), f"${name.upper()}$",
                                     rf"$T\times d_{'v' if name == 'v' else 'k'}$", f"{T}×{width}",
                                     name_color=color, values=num(d[name]))
+        _row_labels(canvas, "qkv", boxes[name], d["tokens"] or [], side="right")
         canvas.arrow("projections", (at[2], y), (boxes[name][0], y))
     x_right_a = x_qkv + max(d_k, d_v) * c / 2
     if d["numbers"]:  # numbers need wide cells: the attention itself runs on a second row, from Q, K, V again
         gap = T * c + 0.75
         y_q = y_v - w_top - d_model * c - 1.05 - T * c / 2
         y_k, y_v = y_q - gap, y_q - 2 * gap
-        x_qkv = max(d_k, d_v) * c / 2 + 0.05
+        x_qkv = max(d_k, d_v) * c / 2 + 0.05  # their names, on the left, stay within X's names' margin
         canvas.text(None, x_qkv, y_q + T * c / 2 + 0.45, "then, with the same Q, K, V:", ha="left",
                     va="bottom", color="#555555")
         for name, y, color, width in zip("qk", (y_q, y_k), rows_colors, (d_k, d_k)):  # V hangs under its "@"
             boxes[name] = canvas.matrix("qkv", x_qkv, y, _tint(color, d[name]), f"${name.upper()}$",
                                         rf"$T\times d_{'v' if name == 'v' else 'k'}$", f"{T}×{width}",
                                         name_color=color, values=num(d[name]))
+            _row_labels(canvas, "qkv", boxes[name], d["tokens"] or [])
         y_s = (y_q + y_k) / 2
     # Q @ K^T: the two upper branches meet in an "@", the dot products come out
     floor = y_s + 0.36  # the chain's names sit above its arrow labels, however short the matrices
@@ -323,10 +342,11 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
     canvas.arrow("scores", (boxes["k"][2], y_k), (dot[0] + 0.02, y_s - 0.06), connection="arc3,rad=0.2")
     canvas.text("scores", (boxes["k"][2] + dot[0]) / 2 + 0.12, (y_k + y_s) / 2 - 0.08, r"$K^\top$",
                 va="center", ha="left")
-    x_s = dot[2] + 0.3 + T * c / 2
+    x_s = dot[2] + (0.15 + _label_width(names) if names else 0.3) + T * c / 2
     s_box = canvas.matrix("scores", x_s, y_s, _diverging(d["scores"], lim), "dot products\n" + r"$QK^\top$",
                           r"$T\times T$", f"{T}×{T}", name_floor=floor, values=num(d["scores"]))
-    canvas.arrow("scores", (dot[2], y_s), (s_box[0], y_s))
+    canvas.arrow("scores", (dot[2], y_s), (s_box[0] - _label_width(names), y_s))
+    _row_labels(canvas, "scores", s_box, names)  # rows = the queries' tokens, for every T x T after it
     # / sqrt(d_k): the scores (the mask, when drawn, comes before softmax too)
     x_sc = s_box[2] + op_gap + T * c / 2
     sc_box = canvas.matrix("scale", x_sc, y_s, _diverging(d["scaled"], lim),
@@ -349,7 +369,7 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
     # weights @ V -> output
     x_wv = a_box[2] + (op_gap * 0.85 + max(0, d_v - 2) * c / 2 if d["numbers"] else op_gap * 0.5)  # room for V under it
     wv = _at_node(canvas, "output", x_wv, y_s)
-    x_o = x_wv + 0.2 + op_gap / 2 + d_v * c / 2
+    x_o = x_wv + 0.12 + op_gap / 2 + d_v * c / 2
     o_box = canvas.matrix("output", x_o, y_s, _tint(style.VALUE_COLOR, d["out"]), "output",
                           r"$T\times d_v$", f"{T}×{d_v}", name_color=style.VALUE_COLOR, name_floor=floor,
                             values=num(d["out"]))
@@ -359,6 +379,7 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
             canvas.text(stage, box[0] + (j + 0.5) * c, box[3] + 0.05, name, size=style.MIN_FONT_PT,
                         rotation=90, va="bottom", color="#555555", gid="token-label")
     canvas.arrow("output", (wv[2], y_s), (o_box[0], y_s))
+    _row_labels(canvas, "output", o_box, names, side="right")
     if d["numbers"]:  # V hangs below the "@" it enters, as the W's do on the first row
         v_cy = y_s - w_top - T * c / 2
         boxes["v"] = canvas.matrix("qkv", x_wv, v_cy, _tint(style.VALUE_COLOR, d["v"]), "", r"$T\times d_v$",
@@ -384,8 +405,13 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
         bottom = min(y_k - T * c / 2, y_v) - 0.55
     else:
         bottom = min(y_v - w_top - d_model * c - 0.6, y_v - T * c / 2 - 0.55)
-    left = x - 0.55 - (0.09 * max(map(len, d["tokens"])) if d["tokens"] else 0)  # room for the tokens' names
-    return (min(-0.1, left), bottom, max(o_box[2], cap_x - 0.3 if d["numbers"] else 0) + 0.35, top)  # X's shape label is wider than X
+    left = x - 0.55  # X's shape label is wider than X
+    if d["tokens"]:  # room for the tokens' names left of X (in the larger font)
+        left = min(left, x_box[0] - 0.16 - 0.075 * max(map(len, d["tokens"])))
+        right = max(o_box[2] + _label_width(names) + 0.12, cap_x + 0.05)
+    else:
+        right = max(o_box[2], cap_x - 0.3 if d["numbers"] else 0) + 0.35
+    return (min(-0.1, left), bottom, right, top)  # X's shape label is wider than X
 
 
 def _diverging(values, limit):
@@ -416,6 +442,8 @@ def _emphasise(canvas, key):
         if stage != key:
             for a in artists:
                 a.set_alpha(_DIM)
+                if a.get_gid() == "cell-number":  # white on a faded cell would vanish: dark ink instead
+                    a.set_color(_INK)
     for a in list(canvas.artists[key]):
         if isinstance(a, Line2D):  # the input's bus
             a.set_linewidth(2.2)

@@ -178,3 +178,20 @@ def test_a_given_example_names_the_keys_above_every_t_by_t_matrix():
         names = [t.get_text() for t in arts[stage] if getattr(t, "get_gid", lambda: None)() == "token-label"]
         assert names == tokens, stage
     assert not [t for t in plot_pipeline()["softmax"] if getattr(t, "get_gid", lambda: None)() == "token-label"]
+
+
+def test_a_given_example_names_the_rows_of_q_k_v_the_dot_products_and_the_output():
+    tokens = ["the", "river", "bank", "flooded"]
+    arts = plot_pipeline(X=_BANK_X, tokens=tokens, **_BANK_W)
+    rows = lambda stage: [t.get_text() for t in arts[stage] if getattr(t, "get_gid", lambda: None)() == "row-label"]  # noqa: E731
+    assert rows("qkv") == tokens * 5  # Q, K, V on the first row; Q and K again on the second
+    assert rows("scores") == tokens and rows("output") == tokens
+    assert not [t for t in plot_pipeline()["output"] if getattr(t, "get_gid", lambda: None)() == "row-label"]
+
+
+def test_faded_numbers_are_written_in_dark_ink():
+    arts = plot_pipeline(X=_BANK_X, tokens=["the", "river", "bank", "flooded"], highlight="projections", **_BANK_W)
+    faded = [t for t in arts["qkv"] if getattr(t, "get_gid", lambda: None)() == "cell-number"]
+    assert faded and all(matplotlib.colors.to_hex(t.get_color()) == "#222222" for t in faded)
+    kept = [t for t in arts["projections"] if getattr(t, "get_gid", lambda: None)() == "cell-number"]
+    assert any(matplotlib.colors.to_hex(t.get_color()) == "#ffffff" for t in kept)  # W's dark cells keep white

@@ -26,10 +26,14 @@ def _x(page, sentence):
     return np.array([page["table"][w] for w in sentence.split()], dtype=float)  # (T, 3)
 
 
+def _attend(page, sentence):
+    return page["self_attention"](page["embed"](sentence), page["W_q"], page["W_k"], page["W_v"])
+
+
 @pytest.mark.parametrize("sentence", [RIVER, RATES])
 def test_the_pages_lines_equal_the_package(page, sentence):
     X = _x(page, sentence)
-    out, w = page["self_attention"](sentence)
+    out, w = _attend(page, sentence)
     out_pkg, w_pkg = qkv_viz.scaled_dot_product_attention(X @ page["W_q"], X @ page["W_k"], X @ page["W_v"])
     np.testing.assert_allclose(w, w_pkg, atol=1e-12)
     np.testing.assert_allclose(out, out_pkg, atol=1e-12)
@@ -40,7 +44,7 @@ def test_the_pages_lines_equal_the_package(page, sentence):
 def test_bank_reads_the_words_that_tell_its_sense(page):
     for sentence, clues in ((RIVER, {"river", "flooded"}), (RATES, {"rates"})):
         tokens = sentence.split()
-        _, w = page["self_attention"](sentence)
+        _, w = _attend(page, sentence)
         row = w[tokens.index("bank")]
         top = {tokens[j] for j in np.flatnonzero(np.isclose(row, row.max()))}
         assert top == clues
@@ -50,13 +54,44 @@ def test_bank_reads_the_words_that_tell_its_sense(page):
 
 
 def test_a_token_with_a_zero_query_reads_everyone_equally(page):
-    _, w = page["self_attention"](RIVER)
+    _, w = _attend(page, RIVER)
     np.testing.assert_allclose(w[RIVER.split().index("flooded")], 0.25)
 
 
 def test_head_view_takes_the_pages_weights(page):
     from qkv_viz.viz.headview import head_view
-    _, w = page["self_attention"](RATES)
+    _, w = _attend(page, RATES)
     fig = head_view(RATES.split(), w, focus="bank")
     assert fig.focus == 1
     np.testing.assert_array_equal(fig.weights_array, w)
+
+
+def test_bank_gathers_water_by_the_river_and_money_next_to_rates(page):
+    water, money = 0, 1
+    (river, _), (rates, _) = (_attend(page, s) for s in (RIVER, RATES))
+    b_river, b_rates = RIVER.split().index("bank"), RATES.split().index("bank")
+    assert river[b_river, water] > river[b_river, money]
+    assert rates[b_rates, money] > rates[b_rates, water]
+
+
+def test_the_output_added_back_leans_bank_towards_one_sense(page):
+    """"What the output is for": x + output @ W_v^T leans to water by the river, to money next to "rates",
+    and keeps the noun feature."""
+    for sentence, leans in ((RIVER, 0), (RATES, 1)):
+        X = page["embed"](sentence)
+        out, _ = page["self_attention"](X, page["W_q"], page["W_k"], page["W_v"])
+        b = sentence.split().index("bank")
+        new = X[b] + out[b] @ page["W_v"].T
+        assert new[leans] > new[1 - leans] and new[leans] > X[b, leans]
+        assert new[2] == X[b, 2]
+
+
+def test_the_exercises_sentence_is_the_pages():
+    from qkv_viz.chapters.ch00_start import exercises as ch00
+    ns = {}
+    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    exec(compile(next(s for s in cells if "def self_attention" in s), str(NOTEBOOK), "exec"), ns)
+    np.testing.assert_array_equal(ch00.RATES_X, ns["embed"](RATES))
+    assert ch00.RATES == tuple(RATES.split())
+    np.testing.assert_array_equal(ch00.PAGE_W_K, ns["W_k"])
+    np.testing.assert_array_equal(ch00.PAGE_W_V, ns["W_v"])

@@ -1,0 +1,1 @@
+"""Chapter 00: start here ("bank", by hand)."""

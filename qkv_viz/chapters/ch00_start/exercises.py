@@ -1,0 +1,64 @@
+"""Chapter 0's exercise: predict what "bank" reads when a noun's query asks only for water, then check.
+
+``check_water_query`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``); ``None`` means
+"no answer yet". Worked solution: ``qkv_viz.chapters.ch00_start.solutions``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from qkv_viz.core.attention import scaled_dot_product_attention
+from qkv_viz.chapters.feedback import Feedback, as_array, no_answer
+
+# The page's sentence and its rows of the page's table (features: water, money, noun).
+RATES = ("the", "bank", "raised", "its", "rates")
+RATES_X = np.array([[0, 0, 0], [0.3, 0.3, 1], [0, 0.5, 0], [0, 0, 0], [0, 1, 1]])  # (T, d_model) = (5, 3)
+PAGE_W_K = np.array([[2, 0], [0, 2], [0, 0]])  # (3, 2): offer your water and money
+PAGE_W_V = np.array([[1, 0], [0, 1], [0, 0]])  # (3, 2): hand over your water and money
+WATER, MONEY, NOUN = 0, 1, 2
+
+
+def bank_row(W_q):
+    """What "bank" reads and gathers in "the bank raised its rates" with this ``W_q`` (3, 2):
+    (weights (5,), output (2,))."""
+    X = RATES_X
+    out, w = scaled_dot_product_attention(X @ W_q, X @ PAGE_W_K, X @ PAGE_W_V)  # (5, 2), (5, 5)
+    b = RATES.index("bank")
+    return w[b], out[b]
+
+
+def check_water_query(guess, W_q_water) -> Feedback:
+    """``guess``: the word "bank" will read most; ``W_q_water`` (3, 2): the page's ``W_q`` with its
+    noun row asking only for water. Says whether the matrix is that, then what "bank" reads."""
+    if guess is None or W_q_water is None:
+        return no_answer()
+    if not isinstance(guess, str) or guess.strip().strip('"\'') not in RATES:
+        return Feedback(False, f"guess should be one of the sentence's words {list(RATES)} as a string, "
+                               f"got {guess!r}.")
+    guess = guess.strip().strip('"\'')
+    try:
+        W = as_array(W_q_water)[0].astype(float)
+    except Exception as exc:  # noqa: BLE001
+        return Feedback(False, f"W_q_water should be an array of numbers: {exc}")
+    if W.shape != (3, 2):
+        return Feedback(False, f"W_q_water must have the shape of W_q, (3, 2): one row per feature "
+                               f"(water, money, noun), one column per query coordinate; got {W.shape}.")
+    if not np.all(np.isfinite(W)):
+        return Feedback(False, "W_q_water contains NaN or inf.")
+    if np.any(W[[WATER, MONEY]] != 0):
+        return Feedback(False, "Change only the last row (the noun's): the water and money rows of W_q are 0, "
+                               "and stay 0.")
+    if W[NOUN, MONEY] != 0:
+        return Feedback(False, f"The noun row is {W[NOUN].tolist()}: its second column asks for money. "
+                               "A noun that asks only for water leaves that column 0.")
+    if W[NOUN, WATER] <= 0:
+        return Feedback(False, f"The noun row is {W[NOUN].tolist()}: with a water column <= 0 it asks for no "
+                               "water at all (or avoids it). Keep it positive, as on the page.")
+    w, out = bank_row(W)
+    top = RATES[int(w.argmax())]
+    reads = ", ".join(f"{t} {x:.2f}" for t, x in zip(RATES, w))
+    found = f'"bank" reads {reads}, and gathers water, money = {np.round(out, 2).tolist()}.'
+    if guess == top:
+        return Feedback(True, f'{found} Why does it still gather more money than water? Think, then open '
+                              '"What happened".')
+    return Feedback(False, f'Your matrix is right, your guess is not: {found} Then read "What happened".')

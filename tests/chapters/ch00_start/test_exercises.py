@@ -1,0 +1,46 @@
+"""Chapter 0's exercise: the worked solution passes, the placeholder waits, each mistake is named,
+and the "What happened" text is what the numbers say."""
+import numpy as np
+import pytest
+
+from qkv_viz.chapters.ch00_start import exercises as ch00
+from qkv_viz.chapters.ch00_start import solutions as sol
+
+
+def test_the_solution_passes_and_the_placeholder_waits():
+    fb = ch00.check_water_query(sol.GUESS, sol.W_Q_WATER)
+    assert fb.correct, fb.message
+    for pending in (ch00.check_water_query(None, None), ch00.check_water_query("bank", None),
+                    ch00.check_water_query(None, sol.W_Q_WATER)):
+        assert pending.pending and not pending.correct
+
+
+@pytest.mark.parametrize("W, words", [
+    (np.array([[0, 0], [0, 0], [2, 2]]), "asks for money"),
+    (np.ones((3, 2)), "Change only the last row"),
+    (np.array([[0, 0], [0, 0], [-1, 0]]), "no water"),
+    (np.zeros((2, 2)), "(3, 2)"),
+    (np.array([[0, 0], [0, 0], [np.nan, 0]]), "NaN"),
+    ("two", "array of numbers"),
+])
+def test_each_wrong_matrix_is_named(W, words):
+    fb = ch00.check_water_query("bank", W)
+    assert not fb and not fb.pending and words in fb.message, fb.message
+
+
+def test_a_wrong_guess_with_a_right_matrix_shows_the_row_without_praise():
+    fb = ch00.check_water_query("rates", sol.W_Q_WATER)
+    assert not fb and "your guess is not" in fb.message and "bank 0.37" in fb.message
+    assert not ch00.check_water_query("river", sol.W_Q_WATER)  # not a word of the sentence
+    assert "one of the sentence's words" in ch00.check_water_query("river", sol.W_Q_WATER).message
+
+
+def test_what_happened():
+    """bank reads itself most; the four others get equal shares; it still gathers more money than water."""
+    w, out = ch00.bank_row(sol.W_Q_WATER)
+    b = ch00.RATES.index("bank")
+    assert w.argmax() == b
+    others = np.delete(w, b)
+    np.testing.assert_allclose(others, others[0])
+    assert out[1] > out[0]
+    assert ch00.check_water_query(sol.GUESS, np.array([[0, 0], [0, 0], [5, 0]]))  # any positive water column

@@ -17,3 +17,35 @@ def test_lines_are_the_counted_flops():
     assert list(rerun.get_ydata()) == [step_flops(64, 4, t, cached=False) for t in range(50)]
     assert ax.get_yscale() == "linear" and len(ax.get_legend().get_texts()) == 2
     plt.close(fig)
+
+
+def test_the_steppers_still_draws_the_step_and_every_text_is_legible():
+    from qkv_viz.chapters.ch11_generation.figures import plot_generation_step
+    from qkv_viz.chapters.ch11_generation.generation import PROMPT, VOCAB, hand_built_model, shared_kv, write
+    from qkv_viz.core.kv_cache import generate
+    from qkv_viz.viz import style
+
+    E, params = hand_built_model()
+    for n_kv, sentence in ((2, "the cat sat on the mat ."), (1, "the cat sat on mat .")):
+        layer = shared_kv(params, n_kv)
+        words, weights, logits = write(E, layer, VOCAB, PROMPT)
+        assert " ".join(words) == sentence       # the page: one K/V head writes "the cat sat on mat ."
+        step = 4
+        cache = generate(E[[VOCAB.index(w) for w in words[:step + 1]]], layer)[1]
+        fig = plt.figure()
+        im_w, im_k, im_v, title = plot_generation_step(words, weights, logits, cache, VOCAB, step, 1, len(PROMPT),
+                                                       fig=fig)
+        shown = im_w.get_array()
+        np.testing.assert_allclose(shown[step, :step + 1], weights[1, step, :step + 1])
+        assert np.ma.getmaskarray(shown)[step + 1:].all()                  # later rows not yet written
+        k_rows = cache.k.swapaxes(0, 1).reshape(step + 1, -1)
+        np.testing.assert_allclose(im_k.get_array()[:step + 1], k_rows)   # one column per word per K/V head
+        assert im_k.get_array().shape[1] == n_kv * len(VOCAB)
+        want = VOCAB[int(np.argmax(logits[step]))]
+        assert f'"{want}", the next token' in title.get_text()
+        sizes = [t.get_fontsize() for ax in fig.axes for t in ax.texts + ax.get_xticklabels() + ax.get_yticklabels()]
+        assert min(sizes + [title.get_fontsize()]) >= style.MIN_FONT_PT
+        plt.close(fig)
+    import pytest
+    with pytest.raises(ValueError, match="step"):
+        plot_generation_step(words, weights, logits, cache, VOCAB, 9, 1, len(PROMPT))

@@ -14,8 +14,8 @@ from qkv_viz.core.projections import qkv_projections
 from qkv_viz.chapters.feedback import (Feedback, as_array, check_close, check_exact, check_function,
                                       no_answer)
 
-RIVAL_X1, RIVAL_ANGLE_DEG = np.array([3.0, 4.0]), 60.0   # exercise 3: token 0, and the angle to token 1
-RANK_D_MODEL, RANK_D_K = 512, 64   # exercise 4's head: d_model = 512, d_k = 64
+RIVAL_X1, RIVAL_ANGLE_DEG = np.array([3.0, 4.0]), 60.0   # exercise 4: token 0, and the angle to token 1
+RANK_D_MODEL, RANK_D_K = 512, 64   # exercise 5's head: d_model = 512, d_k = 64
 
 
 # ---------------------------------------------------------------- exercise 1: design a head
@@ -67,7 +67,7 @@ def check_determiner_head(W_q, W_k) -> Feedback:
                           "a head cannot tell the two determiners apart (chapter 10 adds positions).")
 
 
-# ---------------------------------------------------------------- attention straight from X (kept for reuse)
+# ---------------------------------------------------------------- exercise 2: attention straight from X
 def reference_attend(X, W_q, W_k, W_v):
     """softmax((X W_q)(X W_k)^T / sqrt(d_k)) (X W_v), batch by batch: (output (B, T, d_v), weights (B, T, T))."""
     Q, K, V = qkv_projections(X, W_q, W_k, W_v)  # (B, T, d_model) @ (d_model, d) -> (B, T, d)
@@ -123,14 +123,14 @@ def _diagnose_attend(got, want, case):
 
 
 def check_attend(fn, seed=None) -> Feedback:
-    """Exercise 1: ``fn(X, W_q, W_k, W_v) -> (output, weights)`` for X of shape (B, T, d_model)."""
+    """Exercise 2: ``fn(X, W_q, W_k, W_v) -> (output, weights)`` for X of shape (B, T, d_model)."""
     return check_function(fn, reference_attend, attend_cases(seed), name="attend", diagnose=_diagnose_attend,
                           returns=("output", "weights"), atol=1e-8,
                           praise="Projections, scores, softmax and the mix of values, for a whole batch: "
                                  "one self-attention head, written by you.")
 
 
-# ---------------------------------------------------------------- exercise 2: who prefers itself?
+# ---------------------------------------------------------------- exercise 3: who prefers itself?
 def reference_self_preference(X, W_q, W_k):
     """The fraction of tokens whose largest score q_i . k_j is their own (j = i); X (T, d_model)."""
     scores = (X @ W_q) @ (X @ W_k).T  # (T, d_k) @ (d_k, T) -> (T, T)
@@ -169,7 +169,7 @@ def _diagnose_self_preference(got, want, case):
 
 
 def check_self_preference(fn, seed=None) -> Feedback:
-    """Exercise 2: ``fn(X, W_q, W_k) -> fraction`` of tokens whose best key is their own."""
+    """Exercise 3: ``fn(X, W_q, W_k) -> fraction`` of tokens whose best key is their own."""
     return check_function(fn, reference_self_preference, self_preference_cases(seed), name="self_preference",
                           diagnose=_diagnose_self_preference, atol=1e-9,
                           praise="Without projections every token prefers itself (fraction 1); two random "
@@ -177,7 +177,7 @@ def check_self_preference(fn, seed=None) -> Feedback:
 
 
 def check_rival_length(answer) -> Feedback:
-    """Exercise 3: no projections, token 0 is x0 = (3, 4); a token x1 points RIVAL_ANGLE_DEG
+    """Exercise 4: no projections, token 0 is x0 = (3, 4); a token x1 points RIVAL_ANGLE_DEG
     away from it. The smallest length |x1| above which x0 . x1 > x0 . x0."""
     norm_x1 = float(np.linalg.norm(RIVAL_X1))
     expected = norm_x1 / np.cos(np.deg2rad(RIVAL_ANGLE_DEG))  # |x1| |x2| cos(angle) = |x1|^2
@@ -190,7 +190,7 @@ def check_rival_length(answer) -> Feedback:
 
 
 def check_blind_directions(answer) -> Feedback:
-    """Exercise 4: for d_model = 512, d_k = 64, the least number of independent directions x with
+    """Exercise 5: for d_model = 512, d_k = 64, the least number of independent directions x with
     x W_q W_k^T = 0 (directions the head's scores cannot see): d_model minus the largest rank."""
     return check_exact(answer, RANK_D_MODEL - RANK_D_K,
                        hint="W_q W_k^T is (d_model, d_k) @ (d_k, d_model): every score goes through "
@@ -200,7 +200,7 @@ def check_blind_directions(answer) -> Feedback:
                               f"{RANK_D_MODEL}-dimensional tokens; it is blind to all the others.")
 
 
-# ---------------------------------------------------------------- exercise 5: the page's gradients, checked
+# ---------------------------------------------------------------- exercise 6: the page's gradients, checked
 class PageLoss:
     """The page's loss -log w[chased, dog] as a function of one matrix (``"W_q"`` or ``"W_k"``), the other held
     fixed. ``loss(W)`` -> a float; ``loss.grad(W)`` -> the page's two gradient lines, (d_model, d_k)."""
@@ -252,7 +252,7 @@ def _diagnose_gradient(got, want, case):
 
 
 def check_numerical_gradient(fn, seed=None) -> Feedback:
-    """Exercise 5: ``fn(loss, W) -> (d_model, d_k)`` finite differences, compared with the page's gradient lines."""
+    """Exercise 6: ``fn(loss, W) -> (d_model, d_k)`` finite differences, compared with the page's gradient lines."""
     return check_function(fn, lambda loss, W: loss.grad(W), gradient_cases(seed), name="numerical_gradient",
                           diagnose=_diagnose_gradient, atol=1e-6,
                           praise="Finite differences agree with the page's two gradient lines, for W_q "

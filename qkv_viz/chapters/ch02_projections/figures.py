@@ -3,7 +3,7 @@
 - ``plot_token_to_qkv``: one token vector x becoming three vectors q, k, v,
   every entry written in its cell.
 - ``frame_row_max``: frame each row's largest score on a heatmap.
-- ``asymmetry``, ``plot_asymmetry``: how far W_q W_k^T is from symmetric, per head.
+- ``asymmetry``: how far W_q W_k^T is from symmetric (a number, for the tests and exercises).
 - ``plot_query_geometry``: tokens in the plane, their keys and one query as
   arrows, each key labelled with its score q . k (why W_q changes who is read).
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import FancyArrowPatch, Rectangle
-from matplotlib.ticker import MaxNLocator
 
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
@@ -169,21 +168,3 @@ def asymmetry(M) -> float:
     if M.shape[0] != M.shape[1]:
         raise ValueError(f"M must be square, got shape {M.shape}")
     return float(np.linalg.norm(M - M.T) / np.linalg.norm(M + M.T))
-
-
-def plot_asymmetry(ratios, random_ratio: float, ax=None):
-    """Histogram of per-head asymmetries (any shape, flattened) with two reference
-    lines: 0 (W_q = W_k) and ``random_ratio`` (unrelated random matrices).
-    Returns (bar patches, tied line, random line)."""
-    ratios = np.ravel(as_array("ratios", ratios))
-    if ax is None:
-        _, ax = plt.subplots(figsize=style.figsize(0.8, 0.4))
-    _, _, bars = ax.hist(ratios, bins=np.linspace(0, max(1.4, ratios.max() + 0.05), 29),
-                         color=style.KEY_COLOR, alpha=0.8, label=f"trained heads ({ratios.size})")
-    tied = ax.axvline(0.0, color=style.OKABE_ITO[0], lw=2, label="W_q = W_k (symmetric): 0")
-    rand = ax.axvline(random_ratio, color=style.QUERY_COLOR, lw=2, ls="--",
-                      label=f"unrelated random W_q, W_k: {random_ratio:.2f}")
-    ax.set(xlabel="asymmetry of M = W_q W_kᵀ:  ‖M − Mᵀ‖ / ‖M + Mᵀ‖", ylabel="number of heads")
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(loc="upper left")
-    return bars, tied, rand

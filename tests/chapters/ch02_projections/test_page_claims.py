@@ -86,3 +86,15 @@ def test_the_pages_gradient_descent_learns_the_hand_written_rule(page):
     features = ns["features"]
     M = ns["M"]
     assert np.unravel_index(np.abs(M).argmax(), M.shape) == (features.index("action"), features.index("animate"))
+
+
+def test_overlapping_features_still_leave_each_token_most_like_itself():
+    """The page: "Overlapping features would not help, since a token is still most like itself"
+    (dense, correlated embeddings of equal length: Cauchy-Schwarz)."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        X = rng.standard_normal((5, 4)) + 3.0  # every feature shared, positively: overlapping tokens
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        S = X @ X.T
+        assert S.min() > 0  # the tokens do overlap
+        assert np.array_equal(S.argmax(axis=1), np.arange(5))

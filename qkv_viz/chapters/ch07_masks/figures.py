@@ -82,70 +82,39 @@ def plot_encoder_decoder(ax=None):
     return patches
 
 
+def plot_masked_heads(weights, mask, tokens, titles=None, axes=None):
+    """One heatmap per (sentence, head) of ``weights`` (B, H, T, T), cells hidden by ``mask``
+    hatched (``mask`` broadcasts to (B, H, T, T), True = may look).
 
-def _draw_mask(ax, mask, x0=0.0, y0=0.0, hide_causal=None, face=None, zorder=1):
-    """Draw a boolean grid (rows x cols) with cell (i, j) at (x0 + j, y0 + i): True filled,
-    False white and hatched: '////' where ``hide_causal`` is True, '\\\\' (padding) elsewhere."""
+    ``tokens``: B lists of T names (a sentence's filler included); ``titles``: B * H strings,
+    sentence by sentence. ``axes``: B x H axes (created when None). Returns the B * H images,
+    drawn on one colour scale (weights 0..1) and without their own colour bars.
+    """
     from qkv_viz.viz import style
+    from qkv_viz.viz.plots import attention_heatmap
 
-    face = style.VALUE_COLOR if face is None else face
-    rows, cols = mask.shape
-    for i in range(rows):
-        for j in range(cols):
-            causal_hidden = hide_causal is not None and hide_causal[i, j]
-            ax.add_patch(plt.Rectangle((x0 + j, y0 + i), 1, 1, zorder=zorder, lw=0.6, edgecolor="0.4",
-                                       facecolor=face if mask[i, j] else "white", alpha=1.0,
-                                       hatch=None if mask[i, j] else (HATCH if causal_hidden else PAD_HATCH)))
-
-
-def plot_decoder_masks(lengths, n_heads=2, axes=None):
-    """A decoder's self-attention masks for a padded batch, True = may look (filled), hidden
-    hatched ('////' causal, '\\\\' padding): the causal (T, T) triangle, the (B, 1, T)
-    padding mask from ``lengths``, and for each sentence their ``&``, repeated for each of
-    ``n_heads`` heads ((B, 1, T, T) broadcast to (B, H, T, T)), T = max(lengths).
-    Returns the list of masks drawn: [causal, padding, combined (B, T, T)]."""
-    from qkv_viz.viz import style
-
-    lengths = np.asarray(lengths)
-    if lengths.ndim != 1 or lengths.size == 0 or (lengths < 0).any():
-        raise ValueError(f"lengths must be a 1-D array of counts >= 0, got {lengths!r}")
-    B, T = len(lengths), int(lengths.max())
-    if T == 0:
-        raise ValueError("lengths are all 0: nothing to draw")
-    if n_heads < 1:
-        raise ValueError(f"n_heads must be >= 1, got {n_heads}")
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"weights must have shape (B, H, T, T), got {weights.shape}")
+    B, H, T, _ = weights.shape
+    try:
+        mask = np.broadcast_to(np.asarray(mask), weights.shape)
+    except ValueError:
+        raise ValueError(f"mask of shape {np.shape(mask)} does not broadcast to the weights' {weights.shape}") from None
+    if len(tokens) != B or any(len(t) != T for t in tokens):
+        raise ValueError(f"tokens must be {B} lists of {T} names, got {[len(t) for t in tokens]}")
+    if titles is not None and len(titles) != B * H:
+        raise ValueError(f"titles must have B * H = {B * H} entries, got {len(titles)}")
     if axes is None:
-        _, axes = plt.subplots(1, 2 + B, figsize=style.figsize(1.0, 0.34), layout="constrained")
-    axes = np.ravel(axes)
-    if len(axes) != 2 + B:
-        raise ValueError(f"need 2 + B = {2 + B} axes, got {len(axes)}")
-    causal = np.tril(np.ones((T, T), dtype=bool))                      # (T, T)
-    padding = np.arange(T)[None, :] < lengths[:, None]                  # (B, T): True = real key
-    combined = causal[None] & padding[:, None, :]                       # (T, T) & (B, 1, T) -> (B, T, T)
-    _draw_mask(axes[0], causal, hide_causal=~causal)
-    axes[0].set_title("causal (T, T)")
-    _draw_mask(axes[1], padding)
-    axes[1].set_title(f"padding (B, 1, T)\nlengths {lengths.tolist()}")
-    axes[1].set_ylabel("sentence")
-    step = 0.45
+        _, axes = plt.subplots(B, H, figsize=style.figsize(0.85, 0.38 * B), layout="constrained")
+    axes = np.asarray(axes).reshape(B, H)
+    images = []
     for b in range(B):
-        ax = axes[2 + b]
-        for h in reversed(range(n_heads)):                              # back cards first
-            _draw_mask(ax, combined[b], x0=h * step, y0=-h * step, hide_causal=~causal, zorder=1 + n_heads - h)
-            ax.text(h * step + T + 0.1, -h * step + 0.1, f"head {h}", fontsize=style.MIN_FONT_PT, va="top")
-        ax.set_title(f"sentence {b + 1}: causal & padding\nthe same in every head")
-    for k, ax in enumerate(axes):
-        rows = B if k == 1 else T
-        ax.set_xlim(-0.2, T + 0.2 + (n_heads - 1) * step + (1.6 if k >= 2 else 0))
-        ax.set_ylim(rows + 0.2, -0.2 - (n_heads - 1) * step * (k >= 2))
-        ax.set_aspect("equal")
-        ax.set_xticks(np.arange(T) + 0.5, [str(j) for j in range(T)])
-        ax.set_yticks(np.arange(rows) + 0.5, [str(i + (k == 1)) for i in range(rows)])
-        ax.tick_params(length=0)
-        for side in ax.spines.values():
-            side.set_visible(False)
-        ax.set_xlabel("keys")
-        if k != 1:
-            ax.set_ylabel("queries" if k == 0 else "")
-        ax.title.set_fontsize(style.ANNOTATION_PT)
-    return [causal, padding[:, None, :], combined]
+        for h in range(H):
+            ax = axes[b, h]
+            images.append(attention_heatmap(weights[b, h], ax=ax, tokens_q=tokens[b], tokens_k=tokens[b],
+                                            colorbar=False, title=None if titles is None else titles[b * H + h]))
+            hatch_masked(ax, mask[b, h])
+            if h:
+                ax.set_ylabel("")
+    return images

@@ -133,3 +133,23 @@ def test_the_books_mask_as_key_padding_mask_puts_all_weight_on_padding(data):
     with torch.no_grad():
         _, w = mha(q, k, k, key_padding_mask=torch.tensor(mask))    # the book's mask, not inverted
     np.testing.assert_allclose(w[1, :, S - 2:].sum(-1).numpy(), 1.0, atol=1e-12)
+
+
+def test_sdpa_gives_zeros_and_a_clean_gradient_for_an_empty_row():
+    """The page: F.scaled_dot_product_attention on a row that may look at nothing: zero output, no NaN
+    in any gradient; the same row by hand with -inf: NaN output and a NaN gradient for V only."""
+    rng = np.random.default_rng(0)
+    allowed = torch.ones(4, 6, dtype=torch.bool); allowed[2] = False
+    for by_hand in (False, True):
+        q, k, v = (torch.tensor(rng.normal(size=s), requires_grad=True) for s in [(4, 6), (6, 6), (6, 4)])
+        if by_hand:
+            out = torch.softmax((q @ k.T / np.sqrt(6)).masked_fill(~allowed, float("-inf")), dim=-1) @ v
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        out.sum().backward()
+        if by_hand:
+            assert torch.isnan(out[2]).all() and torch.isnan(v.grad).all()
+            assert not torch.isnan(q.grad).any() and not torch.isnan(k.grad).any()
+        else:
+            assert torch.all(out[2] == 0)
+            assert not any(torch.isnan(t.grad).any() for t in (q, k, v))

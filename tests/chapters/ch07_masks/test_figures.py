@@ -46,27 +46,26 @@ def test_encoder_decoder_sketch_marks_both_attentions():
     plt.close(fig)
 
 
-def test_plot_decoder_masks_draws_causal_and_padding_per_sentence_and_head():
-    import matplotlib.pyplot as plt
-
-    from qkv_viz import causal_mask
-    from qkv_viz.chapters.ch07_masks.figures import HATCH, PAD_HATCH, plot_decoder_masks
-    fig, axes = plt.subplots(1, 4)
-    causal, padding, combined = plot_decoder_masks([4, 2], n_heads=2, axes=axes)
-    np.testing.assert_array_equal(causal, causal_mask(4))
-    np.testing.assert_array_equal(padding[:, 0], [[1, 1, 1, 1], [1, 1, 0, 0]])
-    np.testing.assert_array_equal(combined[1], causal_mask(4) & np.array([1, 1, 0, 0], bool))
-    # sentence 2, drawn once per head: 16 cells x 2 heads; its hidden cells: 6 causal + 3 padding-only, twice
-    patches = axes[3].patches
-    assert len(patches) == 32
-    assert sum(p.get_hatch() == HATCH for p in patches) == 12
-    assert sum(p.get_hatch() == PAD_HATCH for p in patches) == 6
-    assert "1, T" in axes[1].get_title()
-    with pytest.raises(ValueError, match="lengths"):
-        plot_decoder_masks([[1, 2]])
-    with pytest.raises(ValueError, match="axes"):
-        plot_decoder_masks([4, 2], axes=axes[:3])
-    plt.close(fig)
+def test_plot_masked_heads_hatches_each_heads_hidden_cells():
+    from qkv_viz.chapters.ch07_masks.figures import plot_masked_heads
+    causal = causal_mask(4)
+    padding = np.arange(4)[None, :] < np.array([4, 2])[:, None]                 # (B, T)
+    both = (causal & padding[:, None, :])[:, None]                               # (B, 1, T, T)
+    weights = np.where(both, 1.0, 0.0) * np.ones((2, 2, 4, 4))
+    weights /= weights.sum(-1, keepdims=True)
+    fig, axes = plt.subplots(2, 2)
+    tokens = [list("abcd"), ["a", "b", "<pad>", "<pad>"]]
+    images = plot_masked_heads(weights, both, tokens, [f"t{i}" for i in range(4)], axes=axes)
+    assert len(images) == 4 and all(im.get_clim() == (0.0, 1.0) for im in images)
+    hatched = [len(ax.patches) for ax in axes.ravel()]
+    assert hatched == [6, 6, 9, 9]          # causal: 6 hidden cells; the filler keys hide 3 more
+    assert [t.get_text() for t in axes[1, 0].get_xticklabels()][2] == "<pad>"
+    assert axes[1, 1].get_title() == "t3"
+    with pytest.raises(ValueError, match="broadcast"):
+        plot_masked_heads(weights, np.ones((3, 4), bool), tokens)
+    with pytest.raises(ValueError, match="tokens"):
+        plot_masked_heads(weights, both, tokens[:1])
+    plt.close("all")
 
 
 def test_the_static_explorer_hatches_padding_the_other_way():

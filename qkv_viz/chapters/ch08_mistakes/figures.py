@@ -80,3 +80,46 @@ def plot_weight_maps(maps, tokens, axes, hatch="////"):
         if spec is not None and not spec.is_first_col():
             ax.set_ylabel("")                              # one "queries" label per row of panels
     return images
+
+
+def plot_overflow(sweep, zoom, limit: float, window, axes=None):
+    """Section 4's picture: the top logit's weight in [c, c-1, c-2], naive against stable softmax.
+
+    ``sweep`` and ``zoom``: ``(c, naive, stable)`` arrays of one length each, the whole range and a
+    fine grid around ``limit`` (where e^c overflows); ``window``: ``(start, stop)``, where the sum
+    overflows but e^c does not (the naive formula gives 0). ``axes``: two axes (whole range, zoom);
+    an arrow on the first points at the zoomed region. Returns ``(lines, arrow)``: the stable and
+    naive lines of both panels, and the arrow's annotation.
+    """
+    import matplotlib.pyplot as plt
+
+    (c, naive, stable), (c_z, naive_z, stable_z) = (tuple(np.asarray(a, dtype=float) for a in s) for s in (sweep, zoom))
+    if not (c.shape == naive.shape == stable.shape and c_z.shape == naive_z.shape == stable_z.shape):
+        raise ValueError("sweep and zoom must each be (c, naive, stable) arrays of one length")
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.32), width_ratios=[1.5, 1], layout="constrained")
+    ax, az = axes
+    lines = []
+    for a, (x, n, s) in ((ax, (c, naive, stable)), (az, (c_z, naive_z, stable_z))):
+        lines.append(a.plot(x, s, lw=4, alpha=0.5, color=style.SCALED_COLOR, label="stable softmax")[0])
+        lines.append(a.plot(x, n, "--", color="black", label="naive softmax")[0])
+        nan = np.isnan(n)
+        if nan.any():
+            a.axvspan(x[nan][0], x[-1], color=style.UNSCALED_COLOR, alpha=0.15, lw=0, label="naive gives NaN")
+        a.axvline(limit, color=style.UNSCALED_COLOR, lw=1)
+        a.set_ylim(-0.05, 1.0)
+    az.axvspan(*window, color=style.OKABE_ITO[4], alpha=0.6, lw=0, label="naive gives 0")
+    az.set_xlim(c_z[0], c_z[-1])
+    az.set_xticks([c_z[0], window[0], window[1], c_z[-1]], [f"{v:.2f}" for v in (c_z[0], *window, c_z[-1])])
+    az.set_title(f"zoom: {c_z[0]:g} to {c_z[-1]:g}")
+    az.legend(handles=[az.patches[-1]], loc="upper left", fontsize=style.MIN_FONT_PT)
+    ax.set_ylabel("weight of the top logit")
+    ax.set_xlabel("top logit c in [c, c-1, c-2]")
+    az.set_xlabel("c")
+    ax.set_title("logits [c, c-1, c-2]")
+    ax.legend(loc="lower left")
+    middle = (c_z[0] + c_z[-1]) / 2
+    arrow = ax.annotate(f"zoom at right:\n{c_z[0]:g} to {c_z[-1]:g}", xy=(middle, 0.45), xytext=(0.3, 0.45),
+                        textcoords=("axes fraction", "data"), ha="center", va="center",
+                        arrowprops=dict(arrowstyle="->", color="0.2"))
+    return lines, arrow

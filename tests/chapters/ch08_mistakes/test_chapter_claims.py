@@ -2,10 +2,19 @@
 the right line is the package's attention, W_k moves the weights, the package's softmax is
 the stable line, the naive one gives NaN in numpy and torch while torch.softmax does not."""
 import numpy as np
+import pytest
 import torch
 
 from qkv_viz import init_projection, naive_softmax, scaled_dot_product_attention, softmax
 from qkv_viz.chapters.ch08_mistakes import mistakes
+
+
+def top_weight(c):
+    """Section 4's lines: the top logit's weight in [c, c-1, c-2], naive and stable."""
+    logits = c[:, None] + np.array([0.0, -1.0, -2.0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        naive = np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
+    return naive[:, 0], softmax(logits)[:, 0]
 
 
 def test_the_right_line_is_the_package_attention_and_q_at_v_is_not():
@@ -19,8 +28,12 @@ def test_the_right_line_is_the_package_attention_and_q_at_v_is_not():
 
 def test_nudging_w_k_moves_the_weights_w_v_does_not():
     x = np.random.default_rng(3).normal(size=(4, 8))
-    r = mistakes.kv_role_check(x, *(init_projection(8, 4, seed=s) for s in (1, 2, 3)))
-    assert r["nudge_W_k"]["weights"] > 0.01 and r["nudge_W_v"]["weights"] == 0.0
+    W_q, W_k, W_v = (init_projection(8, 4, seed=s) for s in (1, 2, 3))
+    nudge = 0.5 * np.random.default_rng(4).normal(size=W_k.shape)
+    w = scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v)[1]
+    w_k = scaled_dot_product_attention(x @ W_q, x @ (W_k + nudge), x @ W_v)[1]
+    w_v = scaled_dot_product_attention(x @ W_q, x @ W_k, x @ (W_v + nudge))[1]
+    assert np.abs(w_k - w).max() > 0.01 and np.array_equal(w_v, w)
 
 
 def test_package_softmax_is_the_stable_line_and_naive_gives_nan():
@@ -39,9 +52,10 @@ def test_torch_softmax_handles_large_float32_logits_hand_written_torch_does_not(
 
 
 def test_stable_softmax_is_the_same_for_every_shift():
-    sweep = mistakes.overflow_sweep(np.linspace(600, 800, 401))
-    np.testing.assert_allclose(sweep["stable_top"], sweep["stable_top"][0])
-    assert np.isnan(sweep["naive_top"][-1]) and not np.isnan(sweep["naive_top"][0])
+    naive, stable = top_weight(np.linspace(600, 800, 401))
+    np.testing.assert_allclose(stable, stable[0])
+    assert np.isnan(naive[-1]) and not np.isnan(naive[0])
+    assert np.isnan(naive[np.linspace(600, 800, 401) > np.log(np.finfo(float).max)]).all()
 
 
 def test_scaled_toy_scores_give_chapter_3s_weights():
@@ -60,7 +74,7 @@ def test_torch_stores_bert_sized_fused_weights_out_by_in():
 
 def _previous_token_toy():
     code = 3 * np.array([[1, 0], [0, 1], [-1, 0], [0, -1]])
-    k = np.hstack([code, code])                      # both heads carry the same 2-D code
+    k = np.hstack([code, code[[1, 2, 3, 0]]])         # head 1's code starts one step later
     return k[[0, 0, 1, 2]], k                        # query i asks for token i-1 (token 0 for itself)
 
 
@@ -83,36 +97,49 @@ def test_the_shape_keeping_bugs_keep_the_shape_and_change_the_weights():
     for name, w in wrong.items():
         assert w.shape == right.shape and np.abs(w - right).max() > 0.4, name
     np.testing.assert_allclose(wrong["axis 0"].sum(-1), [0.5, 0.5, 1, 2], atol=1e-3)   # the printed row sums
-    np.testing.assert_allclose(wrong["no .T"], masked_softmax(np.zeros((4, 4)), causal))  # all scores 0
+    np.testing.assert_allclose(wrong["no .T"][:2], right[:2], atol=1e-3)                # plausible at first,
+    assert wrong["no .T"][3].argmax() == 1 and wrong["no .T"][3, 1] > 0.99                # but 'down' reads 'cat'
+    assert not np.allclose(wrong["no .T"], masked_softmax(np.zeros((4, 4)), causal), atol=0.1)   # not uniform
     assert np.all(wrong["inverted"][3] == 0)                                            # 'down' sees nothing
-    np.testing.assert_allclose(wrong["no transpose"][1:, :2], 0.5, atol=1e-3)           # all read 'the', 'cat'
+    assert wrong["no transpose"][1, 1] > 0.99                                            # 'cat' reads itself
 
 
 def test_the_inline_per_head_reorder_is_the_package_one():
     from qkv_viz import fuse_qkv, init_projection
     from qkv_viz.chapters.ch08_mistakes import mistakes
+
+
+def top_weight(c):
+    """Section 4's lines: the top logit's weight in [c, c-1, c-2], naive and stable."""
+    logits = c[:, None] + np.array([0.0, -1.0, -2.0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        naive = np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
+    return naive[:, 0], softmax(logits)[:, 0]
     d_model, n_heads = 12, 3
     W_qkv = fuse_qkv(*(init_projection(d_model, d_model, seed=s) for s in (1, 2, 3)))
     inline = W_qkv.reshape(d_model, 3, n_heads, d_model // n_heads).transpose(0, 2, 1, 3).reshape(d_model, -1)
-    np.testing.assert_array_equal(inline, mistakes.interleave_heads(W_qkv, n_heads))
     qkv = np.random.default_rng(0).normal(size=(5, d_model)) @ inline
     q, _, _ = mistakes.split_per_head(qkv, n_heads)
     np.testing.assert_allclose(q.transpose(1, 0, 2).reshape(5, d_model),
                                np.random.default_rng(0).normal(size=(5, d_model)) @ W_qkv[:, :d_model])
 
 
-def test_row_6_only_differences_count():
-    from qkv_viz import softmax
+def test_row_5_only_differences_count_and_big_gaps_kill_the_gradient():
     s = np.array([2.0, 1.0, 0.0])
     np.testing.assert_allclose(softmax(s + 998), softmax(s))
+    np.testing.assert_allclose(softmax(s + 100), softmax(s))
     assert softmax(10 * s)[0] > 0.9999
+    jac = lambda p: np.linalg.norm(np.diag(p) - np.outer(p, p))  # noqa: E731
+    assert jac(softmax(10 * s)) < 1e-3 < 0.3 < jac(softmax(s))
+    from qkv_viz.core.diagnostics import softmax_grad_norm
+    assert jac(softmax(s)) == pytest.approx(float(softmax_grad_norm(softmax(s))))
 
 
 def test_the_naive_softmax_returns_a_silent_0_just_below_the_overflow():
-    from qkv_viz.chapters.ch08_mistakes import mistakes    # was a visible check in section 4
     limit = np.log(np.finfo(float).max)
     window = (limit - np.log(1 + np.exp(-1) + np.exp(-2)), limit)
-    fine = mistakes.overflow_sweep(np.linspace(709.0, 710.0, 1001))
-    zero = fine["top_logits"][fine["naive_top"] == 0]
+    c_fine = np.linspace(709.0, 710.0, 1001)
+    naive, _ = top_weight(c_fine)
+    zero = c_fine[naive == 0]
     assert zero.size > 0 and zero.min() >= window[0] - 1e-3 and zero.max() <= window[1]
-    assert np.all(np.isfinite(fine["naive_top"][fine["naive_top"] == 0]))
+    assert np.all(np.isnan(naive[c_fine > window[1]])) and np.all(naive[c_fine < window[0]] > 0.6)

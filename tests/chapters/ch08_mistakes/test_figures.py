@@ -47,3 +47,36 @@ def test_plot_weight_maps_hatches_the_hidden_cells_and_captions_each_panel():
     with pytest.raises(ValueError, match="differ in shape"):
         plot_weight_maps({"c": (np.eye(3), causal[:2], "bad")}, ["x", "y", "z"], axes)
     plt.close(fig)
+
+
+def test_plot_overflow_draws_both_panels_the_nan_band_and_the_zero_window():
+    import matplotlib.pyplot as plt
+
+    from qkv_viz.chapters.ch08_mistakes.figures import plot_overflow
+    from qkv_viz.core.softmax import naive_softmax, softmax
+
+    def top_weight(c):                              # the core's two softmaxes, row by row
+        rows = [x + np.array([0.0, -1.0, -2.0]) for x in c]
+        with np.errstate(all="ignore"):
+            return np.array([naive_softmax(r)[0] for r in rows]), np.array([softmax(r)[0] for r in rows])
+
+    c, c_fine = np.linspace(600, 800, 401), np.linspace(709.0, 710.0, 1001)
+    limit = np.log(np.finfo(float).max)
+    window = (limit - np.log(1 + np.exp(-1) + np.exp(-2)), limit)
+    fig, axes = plt.subplots(1, 2, figsize=(8.8, 3))
+    lines, arrow = plot_overflow((c, *top_weight(c)), (c_fine, *top_weight(c_fine)), limit, window, axes=axes)
+    assert len(lines) == 4
+    np.testing.assert_array_equal(lines[0].get_xdata(), c)
+    np.testing.assert_array_equal(lines[3].get_xdata(), c_fine)
+    (nan_band,) = axes[0].patches                                           # axvspan: one Rectangle
+    assert limit - 1 < nan_band.get_x() < limit + 1                         # the NaN band starts at the limit
+    spans = sorted(p.get_x() for p in axes[1].patches)
+    assert spans[0] == pytest.approx(window[0], abs=1e-9)                   # the zero window in the zoom
+    assert axes[1].get_xlim() == (709.0, 710.0)
+    assert arrow.xy[0] == pytest.approx(709.5)                              # the arrow points at the zoom
+    fig.canvas.draw()
+    labels = [t.get_window_extent() for t in axes[1].get_xticklabels()]
+    assert not any(a.overlaps(b) for i, a in enumerate(labels) for b in labels[i + 1:])   # 709.38 / 709.78 legible
+    with pytest.raises(ValueError, match="one length"):
+        plot_overflow((c, c[:3], c), (c_fine, c_fine, c_fine), limit, window, axes=axes)
+    plt.close(fig)

@@ -55,3 +55,16 @@ def test_the_live_bars_wear_the_pages_colour_and_the_picture_starts_cold():
     cold, page = library_widget(temperature=0.3), library_widget()
     assert cold.static_png() != page.static_png()  # the saved picture is not the page's tau = 1 figure
     assert cold.weights.max() > 0.8
+
+
+def test_bad_temperature_or_query_is_refused_and_the_weights_stay():
+    import traitlets
+    w = library_widget()
+    weights = w.weights.copy()
+    for name, value, why in (("temperature", 0, "it must be > 0"), ("temperature", float("nan"), "finite"),
+                             ("query", [1.0], "2 finite numbers"), ("titles", ["a"], "fixed")):
+        with pytest.raises(traitlets.TraitError, match=f"^{name} = .*{why}"):
+            setattr(w, name, value)
+    np.testing.assert_array_equal(w.weights, weights)
+    w.temperature = np.float32(0.5)  # a numpy number is a number
+    assert w.temperature == 0.5 and type(w.temperature) is float

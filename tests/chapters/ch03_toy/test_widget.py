@@ -68,3 +68,15 @@ def test_still_shows_the_table_of_intermediates_with_the_overflow():
     bars = [p.get_height() for p in fig.axes[1].patches]
     np.testing.assert_allclose(bars, [0.0, 1 / (1 + np.exp(-2 / np.sqrt(2))), 1 / (1 + np.exp(2 / np.sqrt(2)))],
                                atol=1e-12)
+
+
+def test_d_k_and_the_values_are_fixed_when_the_toy_is_built():
+    """toy.js reads d_k and v once: a new one could not be shown, so it is refused."""
+    import traitlets
+    w = toy_widget()
+    with pytest.raises(traitlets.TraitError, match="^d_k = 8, but it is fixed when the figure is built"):
+        w.d_k = 8
+    with pytest.raises(traitlets.TraitError, match="^scale = |'scale' trait"):
+        w.scale = "no"
+    assert w.d_k == 2 and w.scale is True
+    np.testing.assert_allclose(w.steps.weights, toy_steps([2.0, 5.0, 1.0]).weights)

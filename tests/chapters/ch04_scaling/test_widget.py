@@ -155,3 +155,17 @@ def test_the_browser_uses_the_same_names_as_python():
     js = module_source("explorer.js").replace("\\u2016", "\u2016")  # the JS writes \u2016 for ‖
     for label in [*METRIC_LABELS.values(), *READOUT_LABELS.values()]:
         assert label in js, label
+
+
+def test_a_numpy_index_moves_the_explorer_and_messages_say_what_is_allowed():
+    """``ex.query = np.argmax(...)`` is how a reader points at a row: numpy integers are taken;
+    a refusal names the trait, the value and the allowed range."""
+    ex = scaling_explorer(n=8, d_k=16, seed=2)
+    ex.query = np.argmax(ex.weights[:, 0])
+    assert type(ex.query) is int and ex.query == int(np.argmax(ex.weights[:, 0]))
+    with pytest.raises(traitlets.TraitError, match=r"^query = 99, but there are 8 tokens: choose 0\.\.7$"):
+        ex.query = 99
+    with pytest.raises(traitlets.TraitError, match=r"^d_k = 3, but d_k is a power of two: choose one of 1, 2, 4"):
+        ex.d_k = 3
+    with pytest.raises(traitlets.TraitError, match=r"^n_heads = 3, but it is fixed when the figure is built"):
+        ex.n_heads = 3

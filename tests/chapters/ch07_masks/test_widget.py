@@ -56,3 +56,16 @@ def test_browser_weights_equal_the_core(seed, T, S, causal, n_real):
         mask &= causal_mask(T, S)
     np.testing.assert_array_equal(np.array(got["mask"], dtype=bool).reshape(T, S), mask)
     np.testing.assert_allclose(np.array(got["w"]).reshape(T, S), masked_softmax(scores, mask), rtol=0, atol=1e-12)
+
+
+def test_bad_mask_controls_are_refused_and_the_weights_stay():
+    import traitlets
+    w = mask_widget(np.zeros((4, 4)), TOKENS, TOKENS, n_real=3)
+    weights = w.weights.copy()
+    for name, value in (("n_real", 5), ("n_real", -1), ("clicked", [True] * 15), ("tokens_k", ["a", "b"]),
+                        ("T", 3)):
+        with pytest.raises(traitlets.TraitError, match=f"^{name} = "):
+            setattr(w, name, value)
+    np.testing.assert_array_equal(w.weights, weights)
+    w.n_real = np.int64(4)  # numpy integers count
+    assert w.n_real == 4 and w.weights[3, 3] > 0

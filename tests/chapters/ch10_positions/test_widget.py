@@ -71,3 +71,20 @@ def test_the_default_pair_carries_the_largest_part_of_the_dot_product():
     assert parts.sum() == pytest.approx(fig.dot, abs=1e-12)
     assert fig.pair == np.abs(parts).argmax() and abs(parts[fig.pair]) > 0.5 * abs(fig.dot)
     assert rope_widget(pair=0).pair == 0
+
+
+def test_bad_sliders_are_refused_and_a_smaller_d_k_brings_the_pair_into_range():
+    """As positions.js: with fewer pairs the drawn pair becomes the last one; what no slider
+    offers (a position past t_max, a d_k or base between stops) is refused, the dot stays."""
+    import traitlets
+    w = rope_widget(d_k=16, pair=6)
+    dot = w.dot
+    for name, value, why in (("m", 32, "choose 0..31"), ("d_k", 12, "choose one of 2, 4, 8"),
+                             ("base", 500.0, "choose one of 10, 100"), ("pair", 8, "d_k = 16 has 8 pairs")):
+        with pytest.raises(traitlets.TraitError, match=f"^{name} = .*{why}"):
+            setattr(w, name, value)
+    assert (w.m, w.d_k, w.base, w.pair, w.dot) == (2, 16, 10000.0, 6, dot)
+    w.d_k = 4
+    assert w.pair == 1 and w.dot == rope_dot(widget_vectors()[0][:4], widget_vectors()[1][:4], 2, 5, 10000.0)
+    w.m = np.int64(7)  # numpy integers are positions too
+    assert w.m == 7 and type(w.m) is int

@@ -76,3 +76,19 @@ def test_still_picture_follows_the_step_the_head_and_the_kv_heads():
             for s, h, g in ((1, 0, 2), (4, 0, 2), (4, 1, 2), (4, 1, 1))}
     assert len(set(pics.values())) == 4
     assert all(p.startswith(b"\x89PNG") for p in pics.values())
+
+
+def test_bad_controls_are_refused_and_fewer_kv_heads_keep_the_step_on_the_sentence():
+    """As generation.js: one K/V head writes a shorter sentence, the step moves to its last
+    token; a step past the sentence, a head or a K/V count the model lacks are refused."""
+    import traitlets
+    w = generation_widget(step=6)
+    for name, value, why in (("step", 7, "the sentence has 7 tokens: choose 0..6"),
+                             ("head", 2, "there are 2 query heads"), ("n_kv_heads", 3, "choose one of 1, 2")):
+        with pytest.raises(traitlets.TraitError, match=f"^{name} = {value}, but .*{why}"):
+            setattr(w, name, value)
+    assert (w.step, w.head, w.n_kv_heads) == (6, 0, 2)
+    w.n_kv_heads = 1
+    assert len(w.words) == 6 and w.step == 5 and w.weights.shape == (6,)
+    with pytest.raises(traitlets.TraitError, match="fixed when the figure is built"):
+        w.vocab = VOCAB[::-1]

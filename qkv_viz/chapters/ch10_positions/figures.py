@@ -24,24 +24,40 @@ def _cosines(P):
     return U @ U.T                                     # (T, d) @ (d, T) -> (T, T)
 
 
-def plot_sinusoids(P, learned=None, axes=None, learned_name="learned"):
-    """Left: the position vectors P (T, d_model) as rows. Then cos(p_m, p_n) for all m, n;
-    with ``learned`` (T', d) a trained model's position table, its cosines beside them,
-    on one colour range fitted to the data."""
+def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=None):
+    """Left: a few coordinates of the position vectors P (T, d_model), the sine of each pair
+    in ``pairs`` (default: four from fast to slow), as curves against the position, stacked.
+    Then cos(p_m, p_n) for all m, n; with ``learned`` (T', d) a trained model's position
+    table, its cosines beside them, on one colour range fitted to the data. Returns the
+    left panel's lines, then the cosine images."""
     P = as_array("P", P, ndim=2)
+    T, d_model = P.shape
+    if pairs is None:
+        pairs = sorted({0, d_model // 48, d_model // 12, d_model // 4})
+    pairs = [int(i) for i in pairs]
+    if any(not 0 <= i < d_model // 2 for i in pairs):
+        raise ValueError(f"pairs must be pair numbers in 0..{d_model // 2 - 1}, got {pairs}")
     grams = [_cosines(P)] + ([_cosines(as_array("learned", learned, ndim=2))] if learned is not None else [])
     axs = _axes(axes, 1 + len(grams), 0.34 if grams[1:] else 0.42)
-    im1 = axs[0].imshow(P, cmap=style.SCORES_CMAP, vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
-    axs[0].figure.colorbar(im1, ax=axs[0], fraction=0.05, pad=0.03, label="value")
-    axs[0].set(xlabel="coordinate (pairs: sin, cos)", ylabel="position m", title="sinusoids $p_m$")
+    theta = 10000.0 ** (-2 * np.asarray(pairs) / d_model)
+    lines, colours = [], [style.SERIES[j % len(style.SERIES)] for j in (4, 0, 2, 6)]   # no pale yellow
+    for row, (i, th) in enumerate(zip(pairs, theta)):
+        y0 = 2.6 * (len(pairs) - 1 - row)          # fast pairs on top, each curve in its own band
+        lines.append(axs[0].plot(np.arange(T), P[:, 2 * i] + y0, "-", lw=1.4,
+                                 color=colours[row % 4])[0])
+        axs[0].text(T * 1.02, y0, f"$p_{{m,{2 * i}}}$\nθ = {th:.2g}", va="center", ha="left",
+                    fontsize=style.MIN_FONT_PT + 1, color=colours[row % 4])
+    axs[0].set(xlabel="position m", yticks=[], xlim=(0, T - 1),
+               title=f"$p_m$: the sine of {len(pairs)} pairs")
+    axs[0].spines["left"].set_visible(False)
     lo = min(float(G.min()) for G in grams)
     titles = ["sinusoids: cos($p_m$, $p_n$)", f"{learned_name}: cos($p_m$, $p_n$)"]
-    ims = [im1]
+    ims = []
     for ax, G, title in zip(axs[1:], grams, titles):
         ims.append(ax.imshow(G, cmap=style.WEIGHTS_CMAP, vmin=lo, vmax=1, aspect="auto", interpolation="nearest"))
         ax.set(xlabel="position n", ylabel="position m", title=title)
     axs[-1].figure.colorbar(ims[-1], ax=list(axs[1:]), fraction=0.05, pad=0.03, label="cosine")
-    return ims
+    return lines + ims
 
 
 def plot_dot_grid(grid, ax=None, title=None, label="$q_m \\cdot k_n$"):
@@ -100,29 +116,29 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
         _, ax = plt.subplots(figsize=style.figsize(0.42, 1.0))
     r = max(np.hypot(*q[[a, b]]), np.hypot(*k[[a, b]]))
     arts = [ax.add_patch(plt.Circle((0, 0), r, fill=False, ls=":", color="#999"))]
-    for vec, colour, name, pos, faint in ((q[[a, b]], style.QUERY_COLOR, "q", 0, True),
-                                          (k[[a, b]], style.KEY_COLOR, "k", 0, True),
-                                          (qm, style.QUERY_COLOR, "q", m, False),
-                                          (kn, style.KEY_COLOR, "k", n, False)):
+    # at position 0 the two arrows may coincide (key = query): dashes offset so both colours show
+    for vec, colour, dash in ((q[[a, b]], style.QUERY_COLOR, (0, (3, 3))), (k[[a, b]], style.KEY_COLOR, (3, (3, 3)))):
         arts.append(ax.annotate("", xy=tuple(vec), xytext=(0, 0), arrowprops=dict(
-            arrowstyle="-|>", color=colour, lw=1 if faint else 2.2, alpha=0.35 if faint else 1,
-            ls="--" if faint else "-")))
-        if not faint:   # the label beyond the arrowhead, along the arrow
-            tip = vec * (1 + 0.16 * r / max(np.hypot(*vec), 1e-12))
-            arts.append(ax.text(*tip, f"{name} at {pos:g}", color=colour, ha="center", va="center",
-                                fontsize=style.FONT_PT, fontweight="bold"))
+            arrowstyle="-|>", color=colour, lw=1.4, alpha=0.8, ls=dash)))
     aq, ak = np.arctan2(qm[1], qm[0]), np.arctan2(kn[1], kn[0])
     between = (ak - aq + np.pi) % (2 * np.pi) - np.pi          # from q to k, -pi..pi
+    # labels beyond the arrowheads, along the arrows, pushed apart when the arrows are close
+    min_gap = 0.9
+    spread = max(0.0, (min_gap - abs(between)) / 2) * (1.0 if between >= 0 else -1.0)
+    for vec, colour, name, pos, angle in ((qm, style.QUERY_COLOR, "q", m, aq - spread),
+                                          (kn, style.KEY_COLOR, "k", n, ak + spread)):
+        arts.append(ax.annotate("", xy=tuple(vec), xytext=(0, 0), arrowprops=dict(
+            arrowstyle="-|>", color=colour, lw=2.2)))
+        dist = np.hypot(*vec) + 0.2 * r
+        arts.append(ax.text(dist * np.cos(angle), dist * np.sin(angle), f"{name} at {pos:g}", color=colour,
+                            ha="center", va="center", fontsize=style.FONT_PT, fontweight="bold"))
     t = aq + np.linspace(0, between, 40)
     arts.append(ax.plot(0.3 * r * np.cos(t), 0.3 * r * np.sin(t), color="#444", lw=1)[0])
-    mid = aq + between / 2
-    arts.append(ax.text(0.5 * r * np.cos(mid), 0.5 * r * np.sin(mid), f"{np.degrees(between):.0f}°",
-                        ha="center", va="center", fontsize=style.ANNOTATION_PT, color="#444"))
     theta = rope_frequencies(d_k, base)[pair]
-    arts.append(ax.text(0.02, 0.02, "dashed: at position 0", transform=ax.transAxes, color="#555",
-                        fontsize=style.ANNOTATION_PT))
-    ax.set(xlim=(-1.4 * r, 1.4 * r), ylim=(-1.4 * r, 1.4 * r), aspect="equal", xticks=[], yticks=[],
-           xlabel=f"coordinate {a}", ylabel=f"coordinate {b}")
+    arts.append(ax.set_xlabel(f"coordinate {a}\ndashed: at position 0; arc: {np.degrees(between):.0f}° from q to k",
+                              fontsize=style.FONT_PT))
+    ax.set(xlim=(-1.45 * r, 1.45 * r), ylim=(-1.45 * r, 1.45 * r), aspect="equal", xticks=[], yticks=[],
+           ylabel=f"coordinate {b}")
     arts.append(ax.set_title(f"pair {pair} (θ = {theta:.3g} rad per position)\n"
                              f"m = {m:g}, n = {n:g}: pair {pair}'s part of $q_m \\cdot k_n$ = {qm @ kn:.3f}", fontsize=style.FONT_PT))
     return arts

@@ -2,6 +2,8 @@
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.colors  # noqa: E402
+import matplotlib.image  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -16,17 +18,27 @@ def _close():
     plt.close("all")
 
 
-def test_sinusoids_panels_show_P_and_the_cosines_on_one_fitted_range():
+def test_sinusoids_left_panel_draws_chosen_coordinates_as_curves_and_the_cosines_on_one_range():
     P = sinusoidal_positions(20, 8)
     learned = np.random.default_rng(0).normal(size=(12, 6))
-    im1, im2, im3 = figures.plot_sinusoids(P, learned)
-    np.testing.assert_allclose(im1.get_array(), P)
+    arts = figures.plot_sinusoids(P, learned, pairs=[0, 2])
+    lines, (im2, im3) = arts[:2], arts[2:]
+    offsets = [line.get_ydata() - P[:, 2 * i] for line, i in zip(lines, (0, 2))]
+    for off in offsets:          # each curve is its coordinate, shifted into its own band
+        np.testing.assert_allclose(off, off[0])
+    assert offsets[0][0] > offsets[1][0] + 2          # bands do not overlap (values in -1..1)
+    np.testing.assert_allclose(lines[0].get_xdata(), np.arange(20))
     np.testing.assert_allclose(im2.get_array(), P @ P.T / 4)          # |p_m|^2 = d_model / 2
     U = learned / np.linalg.norm(learned, axis=1, keepdims=True)
     np.testing.assert_allclose(im3.get_array(), U @ U.T)
     lo = min((P @ P.T / 4).min(), (U @ U.T).min())
     assert im2.get_clim() == im3.get_clim() == pytest.approx((lo, 1.0))
-    assert len(figures.plot_sinusoids(P)) == 2
+    plt.close("all")
+    default = figures.plot_sinusoids(sinusoidal_positions(64, 384))
+    assert len(default) == 5                          # four curves, fast to slow, and one map
+    assert not any(isinstance(a, matplotlib.image.AxesImage) for a in default[:4])
+    with pytest.raises(ValueError, match="pairs"):
+        figures.plot_sinusoids(P, pairs=[4])
 
 
 def test_dot_grid_ticks_do_not_run_together_and_colours_span_the_data():
@@ -44,20 +56,36 @@ def test_head_panels_show_the_weights_on_0_to_1():
         assert im.get_clim() == (0, 1)
 
 
-def test_turning_arc_and_labels_sit_off_the_arrowheads():
+def test_turning_labels_sit_off_the_arrowheads_and_the_arc_angle_is_in_the_label():
     q, k = np.array([1.0, 0.0, 0.5, 0.5]), np.array([0.0, 1.0, 1.0, 0.0])
     arts = figures.plot_turning(q, k, m=1, n=3)
     labels = [a for a in arts if hasattr(a, "get_text") and a.get_text() in ("q at 1", "k at 3")]
     assert len(labels) == 2
     tips = {"q at 1": np.array([np.cos(1), np.sin(1)]), "k at 3": np.array([-np.sin(3), np.cos(3)])}
-    for lab in labels:
+    for lab in labels:   # far apart (160 degrees): each label along its own arrow, beyond the head
         pos, tip = np.array(lab.get_position()), tips[lab.get_text()]
-        assert np.linalg.norm(pos) > 1.1 * np.linalg.norm(tip)                 # beyond the head
-        assert abs(np.arctan2(pos[1], pos[0]) - np.arctan2(tip[1], tip[0])) < 1e-9  # along the arrow
-    degrees = [a.get_text() for a in arts if hasattr(a, "get_text") and a.get_text().endswith("°")]
-    # the angle from q (1 rad) to k (3 + pi/2 rad), wrapped to -180..180
+        assert np.linalg.norm(pos) > 1.1 * np.linalg.norm(tip)
+        assert abs(np.arctan2(pos[1], pos[0]) - np.arctan2(tip[1], tip[0])) < 1e-9
+    # the angle from q (1 rad) to k (3 + pi/2 rad), wrapped to -180..180, in the axis label
     want = np.degrees((3 + np.pi / 2 - 1 + np.pi) % (2 * np.pi) - np.pi)
-    assert degrees == [f"{want:.0f}°"]
+    assert f"arc: {want:.0f}° from q to k" in labels[0].axes.get_xlabel()
+
+
+def test_turning_labels_of_close_arrows_are_pushed_apart_and_dashes_show_both_colours():
+    """The widget's still: key = query, 17 degrees apart; the labels must not overlap."""
+    from qkv_viz.viz import style
+
+    fig, ax = plt.subplots()
+    q, k = toy.widget_vectors()
+    arts = figures.plot_turning(q[:8], k[:8], m=2, n=5, pair=1, ax=ax)
+    fig.canvas.draw()
+    labels = [a for a in arts if hasattr(a, "get_text") and a.get_text() in ("q at 2", "k at 5")]
+    boxes = [lab.get_window_extent() for lab in labels]
+    assert not boxes[0].overlaps(boxes[1])
+    dashed = [a for a in arts if hasattr(a, "arrow_patch") and a.arrow_patch.get_linestyle() != "solid"]
+    assert len(dashed) == 2
+    colours = {matplotlib.colors.to_hex(a.arrow_patch.get_edgecolor()) for a in dashed}
+    assert colours == {matplotlib.colors.to_hex(style.QUERY_COLOR), matplotlib.colors.to_hex(style.KEY_COLOR)}
 
 
 def test_turning_title_is_the_pairs_dot_product():

@@ -9,6 +9,8 @@ from qkv_viz.core.positions import apply_rope, rope_dots_by_offset, sinusoidal_p
 
 W = toy.projections(seed=4)  # the chapter's projections
 X1, X2 = toy.sentence("dog bites man"), toy.sentence("man bites dog")
+# the page writes the same vectors as a dict; keep the two in step
+PAGE_EMB = {"dog": [1, 1, 0, 0], "bites": [0, 0, 0, 1], "man": [1, 0, 1, 0]}
 ORDER = [2, 1, 0]
 
 
@@ -64,6 +66,10 @@ def test_dot_grid_is_constant_along_diagonals_and_decay_is_as_described():
     assert expected[0] == pytest.approx(1.0) and expected[0] == expected.max()
     assert expected[16] < 0.8 * expected[0] and expected[512] < expected[16]
     assert 0 < expected[128:].min() < expected[128:].max() < 0.6        # wanders, never reaches 0
+    # "falls fastest over the first positions (0.605 at distance 16); beyond that it wiggles"
+    assert (expected[0] - expected[16]) / 16 > 10 * (expected[16] - expected[512]) / 496
+    assert np.any(np.diff(expected[16:]) > 0.05)
+    assert expected[16] > expected[128:].max() and expected[16] == pytest.approx(0.605, abs=5e-4)
 
 
 def test_expected_decay_is_the_mean_over_random_queries():
@@ -145,3 +151,14 @@ def test_chapter9s_model_has_a_previous_token_head_and_smooth_learned_positions(
     U = model.pos_emb / np.linalg.norm(model.pos_emb, axis=1, keepdims=True)
     near, far = (np.mean(np.sum(U[:-d] * U[d:], axis=1)) for d in (1, 32))
     assert near > 0.8 > 0.3 > far
+
+
+def test_the_pages_vectors_are_the_toys():
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).parents[3] / "notebooks" / "10_order_and_positions.ipynb").read_text())
+    line = next(l for c in nb["cells"] if c["cell_type"] == "code" for l in "".join(c["source"]).splitlines()
+                if l.startswith("EMB = "))
+    assert eval(line.split("=", 1)[1].split("#")[0]) == PAGE_EMB
+    assert {w: list(v) for w, v in toy.EMBEDDINGS.items()} == PAGE_EMB

@@ -66,9 +66,11 @@ function render({model, el}) {
   metric.value = model.get("metric");
   const message = h("div", {class: "qkv-message", role: "status"});
   const heat = makeCanvas("qkv-heatmap", 428, 396);
+  heat.canvas.setAttribute("tabindex", "0");          // up / down arrows pick the query
+  heat.canvas.setAttribute("data-lm-suppress-shortcuts", "true");
   const bars = makeCanvas("qkv-bars", 400, 396);
   const curve = makeCanvas("qkv-curve", 428, 236);
-  const readouts = h("table", {class: "qkv-readouts"});
+  const readouts = h("table", {class: "qkv-readouts", "aria-live": "polite"});
   const pythonControls = [nBox, seedBox, head];
   if (isStatic) for (const c of pythonControls) {
     c.disabled = true;
@@ -80,7 +82,8 @@ function render({model, el}) {
   const row2 = h("div", {class: "qkv-row"}, [labelled("tokens n", nBox), labelled("seed", seedBox),
     ...(model.get("n_heads") > 1 ? [head] : []), labelled("plot against d\u2096", metric)]);
   const side = h("div", {class: "qkv-side"}, [readouts, h("div", {class: "qkv-hint",
-    text: "Click a row of the heatmap to follow that query. Arrow keys move the focused slider."})]);
+    text: "Click a row of the heatmap (or focus it and press \u2191 \u2193) to follow that query. "
+      + "Arrow keys move the focused slider."})]);
   const root = h("div", {class: "qkv-figure qkv-explorer"}, [row1, row2, message,
     h("div", {class: "qkv-row qkv-top"}, [heat.canvas, bars.canvas]),
     h("div", {class: "qkv-row qkv-top"}, [curve.canvas, side])]);
@@ -90,6 +93,7 @@ function render({model, el}) {
   let data = null, numbers = null, curves = null, curvesFor = null;
   const s = {dk: model.get("d_k"), scale: model.get("scale"), temperature: model.get("temperature"),
              query: Math.min(model.get("query"), model.get("n") - 1), metric: model.get("metric")};
+  const scaling = () => (s.scale ? "scaled" : "not scaled");
 
   function loadData() {
     const n = model.get("n"), dMax = model.get("d_max");
@@ -174,6 +178,10 @@ function render({model, el}) {
     ctx.strokeRect(HX - 1, HY + s.query * cell - 1, HS + 2, Math.max(cell, 2) + 2);
     ctx.lineWidth = 1;
     drawColourBar(ctx, lut, HX + HS + 10, HY, 12, HS, "weight");
+    const m = numbers.metrics;
+    describe(heat.canvas, `attention weights of ${n} queries over ${n} keys at d_k = ${s.dk}, ${scaling()}: `
+      + `row mean max weight ${m.max_weight.toFixed(2)}, ${m.effective_tokens.toFixed(1)} effective keys of ${n}; `
+      + `query ${s.query} outlined (up and down arrows move it)`);
   }
 
   function drawBarsPanel() {
@@ -181,7 +189,7 @@ function render({model, el}) {
     ctx.clearRect(0, 0, width, height);
     const w = numbers.rowWeights, sc = numbers.rowScores;
     const top = {x: 46, y: 30, w: width - 56, h: 140};
-    const how = s.scale ? "scaled" : "not scaled", colour = s.scale ? SCALED : UNSCALED;
+    const how = scaling(), colour = s.scale ? SCALED : UNSCALED;
     text(ctx, `query ${s.query}: its weights over the ${n} keys (${how})`, top.x, 18, {font: BOLD});
     const yOf = drawBars(ctx, w, top, 0, 1, () => colour);
     yAxis(ctx, top, yOf, [0, 0.5, 1]);
@@ -199,6 +207,10 @@ function render({model, el}) {
     }
     text(ctx, "keys", top.x + top.w / 2, top.y + top.h + 26, {align: "center", font: SMALL});
     text(ctx, "keys", bottom.x + bottom.w / 2, bottom.y + bottom.h + 26, {align: "center", font: SMALL});
+    const r = numbers.row, top1 = w.indexOf(r.max_weight);
+    describe(bars.canvas, `query ${s.query}'s weights over the ${n} keys at d_k = ${s.dk}, ${how}: max weight `
+      + `${r.max_weight.toFixed(2)} on key ${top1}, ${r.effective_tokens.toFixed(1)} effective keys; its scores \u00d7 `
+      + `${fmt(numbers.factor)} run from ${fmt(Math.min(...sc), 2)} (below the zero line) to ${fmt(Math.max(...sc), 2)}`);
   }
 
   function drawCurve() {
@@ -206,7 +218,10 @@ function render({model, el}) {
     ctx.clearRect(0, 0, width, height);
     const box = {x: 64, y: 30, w: width - 84, h: height - 76};
     text(ctx, `${METRIC_LABELS[s.metric]} against d\u2096`, box.x - 50, 16, {font: BOLD});
-    if (!curves) { text(ctx, "computing the curves\u2026", box.x + 10, box.y + 30); return; }
+    if (!curves) {
+      text(ctx, "computing the curves\u2026", box.x + 10, box.y + 30);
+      return describe(curve.canvas, `${METRIC_LABELS[s.metric]} against d_k: computing the curves`);
+    }
     const ys = [...curves[s.metric].scaled, ...curves[s.metric].unscaled];
     const log = s.metric === "score_std";
     const tf = log ? Math.log10 : (v) => v;
@@ -244,12 +259,16 @@ function render({model, el}) {
     ctx.beginPath(); ctx.arc(xOf(t), yOf(v), 6, 0, 2 * Math.PI); ctx.fill();
     text(ctx, "\u2014 scaled", width - 150, 16, {colour: SCALED, font: BOLD});
     text(ctx, "- - not scaled", width - 82, 16, {colour: UNSCALED, font: BOLD});
+    const ends = (key) => `${fmt(curves[s.metric][key][0], 2)} to ${fmt(curves[s.metric][key][dks.length - 1], 2)}`;
+    describe(curve.canvas, `${METRIC_LABELS[s.metric]} against d_k from ${dks[0]} to ${dks[dks.length - 1]}: `
+      + `scaled (solid line) ${ends("scaled")}, not scaled (dashed line) ${ends("unscaled")}; `
+      + `the dot marks d_k = ${s.dk}, ${scaling()}: ${fmt(v, 2)}`);
   }
 
   function drawReadouts() {
     const m = numbers.metrics, r = numbers.row, n = data.n;
     const rows = [
-      ["", "all rows (mean)", `query ${s.query}`],
+      ["measure", "all rows (mean)", `query ${s.query}`],
       ["score factor", s.scale ? `1/\u221a${s.dk} = ${fmt(numbers.factor)}` : "1 (not scaled)", ""],
       ["score spread (std)", fmt(m.score_std), fmt(r.score_std)],
       ["max weight", m.max_weight.toFixed(3), r.max_weight.toFixed(3)],
@@ -291,6 +310,12 @@ function render({model, el}) {
     s.query = Math.floor((y - HY) / (HS / data.n));
     sync("query", s.query);
   }));
+  heat.canvas.addEventListener("keydown", (e) => {
+    const step = {ArrowUp: -1, ArrowDown: 1}[e.key];
+    if (!step) return;
+    e.preventDefault();                                 // the page does not scroll
+    attempt(() => { s.query = Math.min(data.n - 1, Math.max(0, s.query + step)); sync("query", s.query); });
+  });
   const askPython = (box, name, opts) => box.addEventListener("change", () => {
     try {
       const v = parseNumber(box.value, name, opts);

@@ -56,6 +56,10 @@ function render({model, el}) {
     text(ctx, "queries (rows)", 10, gridH / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
     text(ctx, "keys (columns)", left + cols * (panel + gap) / 2, gridH + bottom - 4, {align: "center"});
     drawColourBar(ctx, lut, left + cols * (panel + gap), titleH, 12, Math.min(gridH - titleH, 300), "weight");
+    const sharpest = eff.indexOf(Math.min(...eff));
+    describe(c.canvas, `layer ${shown} of 0..${data.L - 1}: attention weights of ${H} heads over ${T} tokens `
+      + `(${tokens.join(" ")}); effective tokens per head (mean over queries): `
+      + eff.map((e, hd) => `head ${hd} ${e.toFixed(1)}`).join(", ") + `; sharpest: head ${sharpest}`);
     holder.replaceChildren(c.canvas);
     layerOut.textContent = `${shown} of 0..${data.L - 1}`;
     el.qkv = {settings: {layer: shown, sentence: model.get("sentence")}, tokens, effective_tokens: eff,

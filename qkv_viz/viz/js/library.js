@@ -23,7 +23,7 @@ function render({model, el}) {
   const message = h("div", {class: "qkv-message", role: "status"});
   const plane = makeCanvas("qkv-figure-plane", 330, 330);
   const bars = makeCanvas("qkv-weights-bars", 490, 330);
-  const table = h("table", {class: "qkv-readouts qkv-weights"});
+  const table = h("table", {class: "qkv-readouts qkv-weights", "aria-live": "polite"});
   const root = h("div", {class: "qkv-figure qkv-library"}, [
     h("div", {class: "qkv-row"}, [labelled("temperature", temp), tempOut]),
     h("div", {class: "qkv-row"}, [labelled(queryName(0), qs[0]), qOut[0],
@@ -79,6 +79,10 @@ function render({model, el}) {
     text(ctx, "query", X(s.query[0]) - 4, Y(s.query[1]) - 8, {align: "right", font: BOLD, colour: QUERY_COLOUR});
     text(ctx, keyName(0), box.x + box.w / 2, box.y + box.h + 18, {align: "center"});
     text(ctx, keyName(1), 12, box.y + box.h / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
+    const at = (x, y) => `(${x.toFixed(1)}, ${y.toFixed(1)})`;
+    describe(plane.canvas, `the query (dashed arrow) at ${at(s.query[0], s.query[1])} and the ${nBooks} books' keys `
+      + `(solid arrows), each with its weight: ` + titles.map((t, b) =>
+        `${b} ${t} at ${at(keys[b * dK], keys[b * dK + 1])}: ${r.weights[b].toFixed(2)}`).join("; "));
   }
 
   function drawWeightBars(r) {
@@ -98,6 +102,8 @@ function render({model, el}) {
     }
     for (const t of [0, 0.5, 1]) text(ctx, String(t), box.x + t * box.w, box.y + box.h + 14, {align: "center", font: SMALL});
     text(ctx, "weight (0..1)", box.x + box.w / 2, box.y + box.h + 32, {align: "center", font: SMALL});
+    describe(bars.canvas, `weight of each book at temperature ${s.temperature.toFixed(2)}: `
+      + titles.map((t, b) => `${t} ${r.weights[b].toFixed(3)}`).join(", ") + `; the best match (bold) is ${titles[r.best]}`);
   }
 
   function update() {

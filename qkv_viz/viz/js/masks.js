@@ -70,14 +70,18 @@ function render({model, el}) {
   const message = h("div", {class: "qkv-message", role: "status"});
   const cell = 46, left = 70, top = 28, bottom = 88;
   const pic = makeCanvas("qkv-mask-map", left + S * cell + 90, top + T * cell + bottom);
+  pic.canvas.setAttribute("tabindex", "0");     // arrows move a cursor cell, Enter or Space toggles it
+  pic.canvas.setAttribute("data-lm-suppress-shortcuts", "true");
   const root = h("div", {class: "qkv-figure qkv-masks"}, [
     h("div", {class: "qkv-row"}, [
       h("label", {class: "qkv-control"}, [causal, h("span", {text: "causal mask"})]),
       labelled("real keys (the rest is padding)", real), realOut, reset]),
     pic.canvas, message,
-    h("div", {class: "qkv-hint", text: "Click a cell to hide or show that key for that query."})]);
+    h("div", {class: "qkv-hint", text: "Click a cell to hide or show that key for that query "
+      + "(or focus the picture, move with the arrow keys, press Enter)."})]);
   el.append(root);
   const s = {causal: causal.checked, nReal: Number(real.value), clicked: Array.from(model.get("clicked"), Boolean)};
+  const cursor = {i: 0, j: 0};
 
   function update() {
     const mask = maskOf(T, S, s.causal, s.nReal, s.clicked);
@@ -105,11 +109,29 @@ function render({model, el}) {
     text(ctx, "attention weights after the mask", left, 16, {font: BOLD});
     text(ctx, "hidden (weight exactly 0): / causal   \\ padding (blue)   x clicked", 4, height - 6, {font: SMALL});
     drawColourBar(ctx, lut, left + S * cell + 14, top, 14, T * cell, "attention weight");
+    const focused = document.activeElement === pic.canvas;
+    if (focused) {                                   // the keyboard's cursor: a thick dashed frame
+      ctx.save(); ctx.strokeStyle = "#d00"; ctx.lineWidth = 3; ctx.setLineDash([6, 3]);
+      ctx.strokeRect(left + cursor.j * cell + 2, top + cursor.i * cell + 2, cell - 4, cell - 4); ctx.restore();
+    }
+    describe(pic.canvas, describeMasks(w, mask, why) + (focused
+      ? `; cursor on query ${tq[cursor.i]}, key ${tk[cursor.j]} (Enter hides or shows it)` : ""));
     realOut.textContent = String(s.nReal);
     setMessage(message, empty.length
       ? `fully masked row(s): ${empty.join(", ")}: no key allowed, so all weights are 0 (as masked_softmax gives, not NaN)`
       : "every row sums to 1 over its allowed keys", false);
     el.qkv = {settings: {causal: s.causal, n_real: s.nReal}, mask: Array.from(mask), why: Array.from(why), weights: Array.from(w)};
+  }
+
+  // In words: each query's allowed keys with their weights, then how many cells each reason hides.
+  function describeMasks(w, mask, why) {
+    const rows = tq.map((q, i) => {
+      const seen = tk.map((k, j) => (mask[i * S + j] ? `${k} ${w[i * S + j].toFixed(2)}` : null)).filter(Boolean);
+      return `${q}: ${seen.length ? seen.join(", ") : "no key allowed, all weights 0"}`;
+    });
+    const count = (bit) => why.filter((b) => b & bit).length;
+    return `attention weights after the mask (causal mask ${s.causal ? "on" : "off"}, ${s.nReal} real keys of ${S}): `
+      + `${rows.join("; ")}. Hidden cells: ${count(1)} by the causal mask, ${count(2)} padding, ${count(4)} clicked`;
   }
 
   function save() {
@@ -126,6 +148,20 @@ function render({model, el}) {
     s.clicked[i * S + j] = !s.clicked[i * S + j];
     save(); update();
   });
+  pic.canvas.addEventListener("keydown", (ev) => {
+    const move = {ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1]}[ev.key];
+    if (move) {
+      cursor.i = Math.min(T - 1, Math.max(0, cursor.i + move[0]));
+      cursor.j = Math.min(S - 1, Math.max(0, cursor.j + move[1]));
+    } else if (ev.key === "Enter" || ev.key === " ") {
+      s.clicked[cursor.i * S + cursor.j] = !s.clicked[cursor.i * S + cursor.j];
+      save();
+    } else return;
+    ev.preventDefault();
+    update();
+  });
+  pic.canvas.addEventListener("focus", update);
+  pic.canvas.addEventListener("blur", update);
   update();
 }
 

@@ -20,7 +20,7 @@ function render({model, el}) {
   const scale = h("input", {type: "checkbox", class: "qkv-scale-box", "data-lm-suppress-shortcuts": "true"});
   scale.checked = model.get("scale");
   const message = h("div", {class: "qkv-message", role: "status"});
-  const table = h("table", {class: "qkv-readouts qkv-steps"});
+  const table = h("table", {class: "qkv-readouts qkv-steps", "aria-live": "polite"});
   const bars = makeCanvas("qkv-toy-bars", 420, 200);
   const root = h("div", {class: "qkv-figure qkv-toy"}, [
     h("div", {class: "qkv-row"}, boxes.map((b, j) => labelled(`q0\u00b7k${j}`, b))),
@@ -42,7 +42,7 @@ function render({model, el}) {
     const r = steps(), f3 = formatNumber;
     const row = (name, xs) => h("tr", {}, [h("th", {text: name}), ...xs.map((x) => h("td", {text: f3(x)}))]);
     table.replaceChildren(
-      h("tr", {}, [h("th", {text: ""}), ...s.scores.map((_, j) => h("th", {text: `key ${j}`}))]),
+      h("tr", {}, [h("th", {text: "step"}), ...s.scores.map((_, j) => h("th", {text: `key ${j}`}))]),
       row("dot products q\u00b7k", s.scores), row("scores (\u00d7 factor)", r.scaled), row("exp(scores)", r.exp),
       row("weights", r.weights),
       h("tr", {}, [h("th", {text: "output"}), h("td", {colspan: S, text: r.output.map((x) => x.toFixed(3)).join(", ")})]),
@@ -58,6 +58,9 @@ function render({model, el}) {
       text(ctx, `key ${j}`, x, box.y + box.h + 14, {align: "center", font: SMALL});
       text(ctx, w.toFixed(3), x, Math.max(yOf(w) - 4, box.y + 10), {align: "center", font: SMALL});
     });
+    const top = r.weights.indexOf(Math.max(...r.weights));
+    describe(bars.canvas, `weights of query 0 over ${S} keys, ${s.scale ? `scaled by 1/\u221a${dK} = ${r.factor.toFixed(3)}` : "not scaled"}: `
+      + r.weights.map((w, j) => `key ${j} ${w.toFixed(3)}`).join(", ") + `; largest: key ${top}`);
     el.qkv = {settings: {...s}, ...r};
   }
 

@@ -15,9 +15,8 @@ from qkv_viz.viz import style
 from qkv_viz.viz.plots import attention_heatmap, scores_heatmap
 
 COLORS = {"scaled": style.SCALED_COLOR, "unscaled": style.UNSCALED_COLOR, "over-scaled": style.CONTROL_COLOR,
-          "small init": style.OKABE_ITO[7], "unscaled, same lr": style.UNSCALED_COLOR,
-          "unscaled, lr ÷ d_k^¼": style.UNSCALED_COLOR}
-LINESTYLES = {"small init": "--", "unscaled, same lr": ":", "unscaled, lr ÷ d_k^¼": ":"}
+          "small init": style.OKABE_ITO[7], "unscaled, small lr": style.UNSCALED_COLOR}
+LINESTYLES = {"small init": "--", "unscaled, small lr": ":"}
 CURVES = {"loss": "loss", "acc": "accuracy", "grad_norm_q": "|grad W_q| (batch)",
           "grad_norm_k": "|grad W_k| (batch)",
           "grad_q_median": "|grad W_q| (median query)", "entropy": "entropy (nats)",
@@ -103,29 +102,34 @@ def _sparse_ticks(ax, shape, every: int = 5):
 
 
 def _mark_targets(ax, targets):
-    """A small white-edged square on the key each query should attend to."""
+    """A red square with a white halo on the key each query should attend to (visible on dark red too)."""
     rows = np.arange(len(targets))
-    return ax.scatter(targets, rows, marker="s", s=22, facecolors="none", edgecolors="red", lw=1)
+    ax.scatter(targets, rows, marker="s", s=30, facecolors="none", edgecolors="white", lw=2.4)
+    return ax.scatter(targets, rows, marker="s", s=30, facecolors="none", edgecolors="red", lw=1.1)
 
 
 def attention_snapshots(runs: dict):
     """Grid of attention weights: one row per run, one column per snapshot step; one shared colour bar.
 
-    Red squares mark the key each query must find. Returns the figure.
+    The step heads each column (top row), the run's name each row (its y label). Red squares
+    mark the key each query must find. Returns the figure.
     """
     names = list(runs)
     n_cols = len(next(iter(runs.values())).snapshots)
     fig, axes = plt.subplots(len(names), n_cols, figsize=(min(style.COLUMN_WIDTH, 2.4 * n_cols + 1.2),
-                                                          2.05 * len(names)),
+                                                          2.1 * len(names)),
                              squeeze=False, constrained_layout=True, sharex=True, sharey=True)
     im = None
-    for row, name in zip(axes, names):
+    for i, (row, name) in enumerate(zip(axes, names)):
         r = runs[name]
         for j, (ax, (step, (_, weights))) in enumerate(zip(row, sorted(r.snapshots.items()))):
-            im = attention_heatmap(weights, ax=ax, annotate=False, colorbar=False, title=f"{name}, step {step}")
+            im = attention_heatmap(weights, ax=ax, annotate=False, colorbar=False,
+                                   title=f"step {step}" if i == 0 else None)
             _mark_targets(ax, r.targets)
             if j:
                 ax.set_ylabel("")
+            else:
+                ax.set_ylabel(f"{name}\nqueries", fontweight="bold")
     for ax in axes[:-1].ravel():
         ax.set_xlabel("")
     fig.colorbar(im, ax=axes, shrink=0.6, label=style.WEIGHTS_LABEL, ticks=np.linspace(0, 1, 5))

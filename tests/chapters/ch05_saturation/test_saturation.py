@@ -48,6 +48,9 @@ def test_config_rejects_bad_values():
         SaturationConfig(seed=-1)
     with pytest.raises(TypeError, match="seed"):
         SaturationConfig(seed=1.5)
+    for bad in ("adamw", "SGD", None, ["sgd"]):
+        with pytest.raises(ValueError, match="optimizer"):
+            SaturationConfig(optimizer=bad)
 
 
 def _core_factor(scale, d_k):
@@ -270,6 +273,8 @@ def test_diagnose_thresholds():
     z = rng.standard_normal((8, 8))
     assert diagnose(0.01 * z) == "uniform" and diagnose(z) == "healthy" and diagnose(30 * z) == "saturated"
     assert diagnose(30 * z) == "saturated" and score_std(30 * z).mean() > 3
+    # torch's nn.Linear default start (spread about 1/3) trains as fast as spread 1 (test_claims), so: healthy
+    assert diagnose(z / 3) == "healthy" and diagnose(0.05 * z) == "uniform"
 
 
 def test_smooth_matches_running_mean():
@@ -294,6 +299,14 @@ def test_plots_draw(three):
     fig2 = sp.attention_snapshots(three)
     heatmaps = [ax for ax in fig2.axes if ax.images]
     assert len(heatmaps) == 9 and len(fig2.axes) == 9 + 1  # 3 runs x 3 steps, plus one shared colour bar
+    # short titles: the step heads each column once, the run names the rows (no titles running together)
+    assert [ax.get_title() for ax in heatmaps[:3]] == [f"step {t}" for t in sorted(three["scaled"].snapshots)]
+    assert all(ax.get_title() == "" for ax in heatmaps[3:])
+    assert [heatmaps[3 * i].get_ylabel().split("\n")[0] for i in range(3)] == list(three)
+    # each target: a white halo under the red square, so it shows on dark red scores too
+    halo, red = heatmaps[0].collections[-2:]
+    assert tuple(halo.get_edgecolor()[0][:3]) == (1.0, 1.0, 1.0) and tuple(red.get_edgecolor()[0][:3]) == (1.0, 0, 0)
+    assert halo.get_linewidth()[0] > red.get_linewidth()[0]
     assert heatmaps[0].images[0].get_clim() == (0.0, 1.0)
     np.testing.assert_array_equal(heatmaps[3].images[0].get_array(), three["unscaled"].snapshots[0][1])
     fig3 = sp.debug_grid(three, names=("unscaled", "scaled"), step=0)

@@ -84,36 +84,227 @@ def markdown_inline(text: str) -> str:
     return out[3:-4] if out.startswith("<p>") and out.endswith("</p>") else out
 
 
+TITLE_CALLS = {"set_title", "suptitle", "title"}  # a call whose first argument names a plot
+LABEL_CALLS = {"set_xlabel": "x", "set_ylabel": "y", "xlabel": "x", "ylabel": "y"}
+
+
+def _strings(node) -> list[str]:
+    """The text of a string literal (an f-string keeps its literal parts, an ellipsis for each field),
+    or of a list/tuple of them."""
+    import ast
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.JoinedStr):
+        return ["".join(v.value if isinstance(v, ast.Constant) else "\u2026" for v in node.values)]
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [t for elt in node.elts for t in _strings(elt)]
+    return []
+
+
+def figure_texts(source: str) -> tuple[list[str], list[str]]:
+    """The titles (``title=``, ``titles=``, ``set_title``, ``suptitle``) and the axis labels
+    (``set_xlabel``, ``set_ylabel``) a code cell gives its figure, in the order written."""
+    import ast
+
+    try:
+        tree = ast.parse("\n".join(line for line in source.splitlines()
+                                   if not line.lstrip().startswith(("%", "!"))))
+    except SyntaxError:
+        return [], []
+    titles, labels = [], []
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)),
+                   key=lambda n: (n.lineno, n.col_offset))
+    for call in calls:
+        name = getattr(call.func, "attr", getattr(call.func, "id", ""))
+        if name in TITLE_CALLS and call.args:
+            titles += _strings(call.args[0])
+        elif name in LABEL_CALLS and call.args:
+            labels += [f"{LABEL_CALLS[name]} axis: {t}" for t in _strings(call.args[0]) if t.strip()]
+        for kw in call.keywords:
+            if kw.arg in ("title", "titles"):
+                titles += _strings(kw.value)
+    clean = lambda texts: list(dict.fromkeys(" ".join(t.split()) for t in texts if t.strip()))
+    return clean(titles), clean(labels)
+
+
+def first_comment(source: str) -> str:
+    """The cell's first comment line that stands on its own (not after code), without the '#'."""
+    for line in source.splitlines():
+        if line.lstrip().startswith("#") and not line.lstrip().startswith("#!"):
+            text = line.lstrip().lstrip("#").strip()
+            if text:
+                return text
+    return ""
+
+
+def _module_file(module: str) -> Path | None:
+    base = ROOT.joinpath(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _function_doc(module: str, name: str, depth: int = 0) -> str | None:
+    """The docstring of ``module.name`` read from the source (nothing is imported), following
+    one ``from .x import name`` re-export; None if it is not a plotting function (no ``ax`` /
+    ``axes`` parameter, not in a figures/plots/pipeline module, 'plot' or 'figure' not in its name)."""
+    import ast
+
+    path = _module_file(module)
+    if path is None or depth > 1:
+        return None
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            params = {a.arg for a in node.args.args + node.args.kwonlyargs}
+            plotting = (params & {"ax", "axes"} or path.stem in ("figures", "plots", "pipeline")
+                        or "plot" in name or "figure" in name)
+            return (ast.get_docstring(node) or "") if plotting else None
+        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+            source = node.module or ""
+            if node.level:
+                parent = module.split(".")[: len(module.split(".")) - node.level + (path.stem == "__init__")]
+                source = ".".join(parent + ([source] if source else []))
+            real = next(a.name for a in node.names if (a.asname or a.name) == name)
+            return _function_doc(source, real, depth + 1)
+    return None
+
+
+def notebook_imports(nb) -> dict[str, str]:
+    """Names the notebook imports from qkv_viz: local name -> dotted path (module.attr)."""
+    import ast
+
+    names = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse("\n".join(line for line in cell.source.splitlines()
+                                       if not line.lstrip().startswith(("%", "!"))))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("qkv_viz"):
+                names.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
+            elif isinstance(node, ast.Import):
+                names.update({a.asname or a.name: a.name for a in node.names if a.name.startswith("qkv_viz")})
+    return names
+
+
+def plotting_docs(source: str, imports: dict[str, str]) -> list[str]:
+    """First sentences of the docstrings of the book's plotting functions the cell calls
+    (``figures.variance_figure(...)``, ``plot_pipeline(...)``), in the order called."""
+    import ast
+
+    try:
+        tree = ast.parse("\n".join(line for line in source.splitlines()
+                                   if not line.lstrip().startswith(("%", "!"))))
+    except SyntaxError:
+        return []
+    docs = []
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)),
+                   key=lambda n: (n.lineno, n.col_offset))
+    for call in calls:
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in imports:
+            dotted = imports[func.id]
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in imports:
+            dotted = f"{imports[func.value.id]}.{func.attr}"
+        else:
+            continue
+        module, _, name = dotted.rpartition(".")
+        doc = _function_doc(module, name)
+        if doc:
+            para = " ".join(doc.split("\n\n")[0].split())
+            para = re.sub(r"``([^`]*)``", r"\1", para)
+            sentences = re.split(r"(?<=[.?!])\s+(?=[A-Z])", para)
+            first = " ".join(sentences[:2]) if sentences[0].endswith("?") else sentences[0]
+            docs.append(first.rstrip("."))
+    return list(dict.fromkeys(docs))
+
+
+def figure_alt(cell, n: int, chapter: str, section: str, imports: dict | None = None) -> str:
+    """Alt text for the n-th picture of a chapter, from what the notebook says about it: the
+    code cell's ``alt`` metadata if its author wrote one, else the titles and axis labels the
+    code gives the figure and the first sentence of each book plotting function it calls
+    (plotting_docs), else the code's first comment; always with the chapter and section."""
+    number, _, name = chapter.partition(". ")
+    where = (f"Figure {n} of chapter {number}, {name}" if number.isdigit() and name
+             else f"Figure {n} of {chapter}") + (f", section \u201c{section}\u201d" if section else "")
+    own = cell.get("metadata", {}).get("alt")
+    if isinstance(own, list):
+        own = own[(n - 1) % len(own)] if own else ""
+    titles, labels = figure_texts(cell.source)
+    docs = plotting_docs(cell.source, imports or {})[: 1 if titles or labels else 2]
+    parts = ([own] if own else
+             (["; ".join(titles) + (f" ({'; '.join(labels)})" if labels else "")] if titles else
+              ["a plot with " + "; ".join(labels)] if labels else []) + docs)
+    if not parts and first_comment(cell.source):
+        parts = [first_comment(cell.source)]
+    text = " ".join(p if p.endswith(("?", "!")) else p.rstrip(".") + "." for p in parts)
+    return f"{where}: {plain_text(text)}" if parts else where
+
+
+TEX_WORDS = {r"\cdot": "\u00b7", r"\top": "\u1d40", r"\sqrt": "\u221a", r"\neq": "\u2260", r"\times": "\u00d7",
+             r"\operatorname": "", r"\mathrm": "", r"\text": "", r"\tau": "tau", r"\theta": "theta"}
+
+
+def plain_text(text: str) -> str:
+    """Markdown, a plot label or a docstring as plain text for an alt attribute: no $, braces
+    or backquotes, no bold marks, common TeX commands as characters, other backslashes dropped."""
+    for tex, char in TEX_WORDS.items():
+        text = re.sub(re.escape(tex) + r"(?![A-Za-z])", char, text)
+    text = re.sub(r"\*\*|[`${}]", "", text)
+    return " ".join(re.sub(r"\\(?=[A-Za-z])", "", text).split())
+
+
+def plain_heading(line: str) -> str:
+    """A Markdown heading as plain text (plain_text, without its '#')."""
+    return plain_text(line.lstrip("#").strip())
+
+
 def static_copy(nb):
-    """The notebook as the site shows it: no widget state; widget views replaced by their fallbacks."""
+    """The notebook as the site shows it: no widget state; widget views replaced by their
+    fallbacks; every picture given alt text (figure_alt)."""
     nb = copy.deepcopy(nb)
     nb.metadata.pop("widgets", None)
+    chapter = chapter_title(nb)
+    section, pictures, imports = "", 0, notebook_imports(nb)
     kept = dropped = 0
     for cell in nb.cells:
         if cell.cell_type == "markdown":  # links between chapters point at pages, not notebooks
             cell.source = NOTEBOOK_LINK.sub(r"\1.html", cell.source)
+            headings = [line for line in cell.source.splitlines() if re.match(r"#{2,6} ", line)]
+            section = plain_heading(headings[-1]) if headings else section
         for out in cell.get("outputs", []):
             data = out.get("data", {})
-            if WIDGET_VIEW not in data:
-                continue
-            del data[WIDGET_VIEW]
-            if "text/html" in data:
-                kept += 1
-            else:
-                dropped += 1
-                if "image/png" not in data:
-                    data["text/html"] = NEEDS_NOTEBOOK
-            data.pop("text/plain", None)  # never show 'VBox(children=(...' on a web page
+            if WIDGET_VIEW in data:
+                del data[WIDGET_VIEW]
+                if "text/html" in data:
+                    kept += 1
+                else:
+                    dropped += 1
+                    if "image/png" not in data:
+                        data["text/html"] = NEEDS_NOTEBOOK
+                data.pop("text/plain", None)  # never show 'VBox(children=(...' on a web page
+            if "image/png" in data and "text/html" not in data:
+                pictures += 1
+                out.setdefault("metadata", {})["qkv_alt"] = figure_alt(cell, pictures, chapter, section, imports)
     return nb, kept, dropped
 
 
-def nav_html(pages: list[dict], i: int) -> str:
+def nav_html(pages: list[dict], i: int, where: str = "top") -> str:
+    """The previous / contents / next bar; ``where`` ("top" or "bottom") names the landmark, so a
+    screen reader's list of landmarks tells the two bars apart."""
     prev_link = (f"<a rel='prev' class='qkv-prev' href='{pages[i - 1]['file']}'>&larr; "
                  f"{html.escape(pages[i - 1]['title'])}</a>" if i > 0 else "<span></span>")
     next_link = (f"<a rel='next' class='qkv-next' href='{pages[i + 1]['file']}'>"
                  f"{html.escape(pages[i + 1]['title'])} &rarr;</a>" if i + 1 < len(pages) else "<span></span>")
-    return (f"<nav class='qkv-nav'>{prev_link}<a class='qkv-home' href='index.html'>Contents</a>"
-            f"{next_link}</nav>")
+    label = "Chapters" if where == "top" else "Chapters, end of page"
+    return (f"<nav class='qkv-nav' aria-label='{label}'>{prev_link}<a class='qkv-home' "
+            f"href='index.html'>Contents</a>{next_link}</nav>")
 
 
 def index_html(pages: list[dict]) -> str:
@@ -127,16 +318,18 @@ def index_html(pages: list[dict]) -> str:
 <link rel="stylesheet" href="static/site.css"><link rel="icon" href="data:,">
 <script>window.MathJax = {{tex: {{inlineMath: [['$', '$']]}}, svg: {{fontCache: 'global'}}}};</script>
 <script defer src="static/mathjax/tex-svg.js"></script></head>
-<body><div class="qkv-index">
+<body><main id="main" class="qkv-index">
 <h1>qkv-viz</h1>
 <p><strong>Query, Key and Value, computed and drawn</strong></p>
 <p>{html.escape(BLURB)}</p>
+<nav aria-label="Chapters">
 <ol start="0">
 {items}
 </ol>
+</nav>
 <p>Every page is a chapter notebook, executed. To run the code yourself, clone the
 repository and run <code>make lab</code>.</p>
-</div></body></html>
+</main></body></html>
 """
 
 
@@ -222,7 +415,8 @@ def build(out: Path, notebooks: list[Path]) -> dict:
         site_nb, kept, dropped = static_copy(nb)
         live, fallback = live + kept, fallback + dropped
         body, _ = exporter.from_notebook_node(
-            site_nb, resources={"qkv_nav": nav_html(pages, i)})
+            site_nb, resources={"qkv_nav_top": nav_html(pages, i, "top"),
+                                "qkv_nav_bottom": nav_html(pages, i, "bottom")})
         body = body.replace("<title>Notebook</title>",
                             f"<title>{html.escape(page['title'])} - qkv-viz</title>")
         (out / page["file"]).write_text(body, encoding="utf-8")

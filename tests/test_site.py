@@ -3,11 +3,14 @@
 Served on 127.0.0.1 with every other host blocked: no page may ask another host,
 none may log a console error, pages with maths must show typeset maths, the
 previous/next links must lead through the book, and every interactive figure
-must answer its controls without a kernel.
+must answer its controls without a kernel. Accessibility (issue 24): axe-core's WCAG 2.0/2.1
+A and AA rules find no serious or critical violation on any page, figures included; every page
+has one main landmark, named navs, a skip link, lang, a title, and alt text on every picture.
 """
 from __future__ import annotations
 
 import functools
+import html.parser
 import http.server
 import json
 import threading
@@ -190,3 +193,129 @@ def test_the_scaling_explorer_page_computes_the_cores_numbers(site, server, brow
     assert out["metrics"]["max_weight"] > 0.9
     assert page.qkv_foreign == [] and page.qkv_errors == [], page.qkv_errors
     page.close()
+
+
+# ------------------------------------------------------------------ accessibility (issue 24)
+DRAWN_JS = ("() => [...document.querySelectorAll('.qkv-static')].every("
+            "e => !e.querySelector(':scope > img') && e.querySelector('canvas, svg, button, input'))")
+
+
+def drawn_page(browser, url):
+    """open_page, then wait until MathJax has typeset and every interactive figure has drawn."""
+    page = open_page(browser, url)
+    page.wait_for_function("() => !window.MathJax || (MathJax.startup && MathJax.startup.promise)")
+    page.evaluate("() => window.MathJax && MathJax.startup.promise")
+    page.wait_for_function(DRAWN_JS, timeout=30_000)
+    page.wait_for_timeout(200)
+    return page
+
+
+def test_every_page_passes_axe_core(site, server, browser):
+    """axe-core's WCAG 2.0/2.1 A and AA rules on the index and every chapter, figures included,
+    after they have drawn: no serious or critical violation. All violations (any impact) are
+    kept in artifacts/site_axe.json."""
+    from browser_harness import run_axe, serious
+
+    out, _ = site
+    found, report = {}, {}
+    for html_page in sorted(out.glob("*.html")):
+        page = drawn_page(browser, f"{server}/{html_page.name}")
+        violations = run_axe(page)
+        report[html_page.name] = violations
+        if serious(violations):
+            found[html_page.name] = serious(violations)
+        page.close()
+    (REPO / "artifacts").mkdir(exist_ok=True)
+    (REPO / "artifacts" / "site_axe.json").write_text(json.dumps(report, indent=1))
+    assert len(report) == len(list(out.glob("[0-9]*.html"))) + 1
+    assert found == {}, "\n".join(f"{name}: {line}" for name, lines in found.items() for line in lines)
+
+
+class _Landmarks(html.parser.HTMLParser):
+    """What a screen reader lists on a page: lang, title, main and nav landmarks (with their
+    names), the first link, images without alt, ids."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.lang, self.title, self.mains, self.navs, self.links = None, "", 0, [], []
+        self.no_alt, self.ids, self._in_title = [], set(), False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "html":
+            self.lang = attrs.get("lang")
+        elif tag == "title":
+            self._in_title = True
+        elif tag == "main" or attrs.get("role") == "main":
+            self.mains += 1
+        elif tag == "nav":
+            self.navs.append(attrs.get("aria-label") or attrs.get("aria-labelledby"))
+        elif tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+        elif tag == "img":
+            alt = (attrs.get("alt") or "").strip()
+            if not alt or alt.startswith("No description"):
+                self.no_alt.append((attrs.get("src") or "")[:40])
+
+    def handle_endtag(self, tag):
+        if tag == "title":
+            self._in_title = False
+
+    def handle_data(self, data):
+        if self._in_title:
+            self.title += data
+
+
+def landmarks(path) -> _Landmarks:
+    reader = _Landmarks()
+    reader.feed(path.read_text(encoding="utf-8"))
+    return reader
+
+
+def test_the_index_has_one_main_and_named_navs(site):
+    out, _ = site
+    index = landmarks(out / "index.html")
+    assert index.lang == "en" and index.title.strip()
+    assert index.mains == 1, index.mains
+    assert index.navs and all(index.navs), index.navs
+    assert len(set(index.navs)) == len(index.navs), index.navs
+
+
+def test_every_chapter_page_has_landmarks_a_skip_link_and_alt_texts(site):
+    """One main (the skip link's target, and the first link on the page), a named, unique nav at
+    the top and bottom, lang and a title naming the chapter, and alt text on every picture that
+    says which figure of which chapter it is (build_site.figure_alt)."""
+    out, _ = site
+    for path in sorted(out.glob("[0-9]*.html")):
+        page = landmarks(path)
+        assert page.lang == "en", path.name
+        assert page.title.endswith(" - qkv-viz") and len(page.title) > len(" - qkv-viz"), page.title
+        assert page.mains == 1, (path.name, page.mains)
+        assert len(page.navs) == 2 and all(page.navs) and len(set(page.navs)) == 2, (path.name, page.navs)
+        assert page.links[0] == "#main" and "main" in page.ids, (path.name, page.links[:2])
+        assert page.no_alt == [], (path.name, page.no_alt)
+    text = "".join(p.read_text(encoding="utf-8") for p in out.glob("[0-9]*.html"))
+    assert "No description has been provided" not in text
+    assert 'alt="Figure 1 of chapter 4, Scaling and saturation' in text
+
+
+def test_figure_alt_says_what_the_code_draws():
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell(
+        "fig, axes = plt.subplots(1, 2)\n"
+        "attention_heatmap(w, ax=axes[0], title=\"no mask\")\n"
+        "axes[1].set_title(f\"layer {l}: causal\")\naxes[1].set_xlabel('keys')\n")
+    alt = build_site.figure_alt(cell, 2, "7. Cross-attention and masks", "The causal mask")
+    assert alt == ("Figure 2 of chapter 7, Cross-attention and masks, section \u201cThe causal mask\u201d: "
+                   "no mask; layer \u2026: causal (x axis: keys).")
+    cell.metadata["alt"] = "Two maps: the causal mask hides the future."
+    assert build_site.figure_alt(cell, 2, "7. Masks", "").endswith(": Two maps: the causal mask hides the future.")
+    bare = nbformat.v4.new_code_cell("# the first batch\nshow(x)")
+    assert build_site.figure_alt(bare, 1, "5. Bug", "S") == "Figure 1 of chapter 5, Bug, section \u201cS\u201d: the first batch."
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from qkv_viz.chapters.ch04_scaling import figures\nfigures.variance_figure(d_ks, a, b);")])
+    doc = build_site.plotting_docs(nb.cells[0].source, build_site.notebook_imports(nb))
+    assert doc and doc[0].startswith("How does Var(q . k) grow with d_k?"), doc

@@ -103,7 +103,7 @@ def check_lookup_many(fn, seed=None) -> Feedback:
                           diagnose=_diagnose_lookup_many, shape_hints=True, atol=1e-8,
                           returns=("output", "weights"),
                           praise="Every batch, every query, T != S, and a score of 3000: all right. "
-                                 "This is attention without the 1/sqrt(d_k) (chapter 3 adds it).")
+                                 "The Transformer's version fixes the temperature at sqrt(d_k), as the page showed.")
 
 
 # ---------------------------------------------------------------- exercise 2: a temperature for a top weight

@@ -171,6 +171,9 @@ def library_and_weights(library, query, temperature=1.0, axes=None):
     artists = plot_library(library, query, ax=axes[0], weights=w)
     artists.append(plot_weight_bars(w, numbered_titles(library), ax=axes[1],
                                     title=f"weights at temperature τ = {temperature:g}"))
+    engine = axes[0].figure.get_layout_engine()
+    if engine is not None:  # constrained layout settles in two passes (the save is the second): else the
+        engine.execute(axes[0].figure)  # left panel's y label ends past the figure's edge
     return artists
 
 

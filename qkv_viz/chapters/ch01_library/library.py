@@ -4,10 +4,9 @@ A *library* holds ``n_books`` books. Each book has a key vector (its spine
 label, width ``d_k``) and a value vector (its content, width ``d_v``). A reader
 brings a query (width ``d_k``). The score of a book is ``query . key``;
 
-* a dictionary lookup needs the exact label and returns one book or fails;
 * a hard lookup returns the value of the best-scoring book (not the nearest key:
-  a dot product rewards a long key as well as a well-aimed one);
-* soft attention returns ``softmax(scores / temperature) @ values``, a blend.
+  a dot product rewards a long key as well as a well-aimed one): the page's argmax;
+* soft attention (``soft_lookup``) returns ``softmax(scores / temperature) @ values``, a blend.
 
 The temperature slides soft attention between the two ends: very hot gives
 the plain average of all books, very cold gives the hard lookup.
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from qkv_viz.core.validate import as_array, positive_number
-from qkv_viz.core.attention import attention_scores, scaled_dot_product_attention
+from qkv_viz.core.attention import scaled_dot_product_attention
 
 KEY_AXES = ("about AI", "about food")  # what the two key coordinates mean
 VALUE_AXES = ("AI facts", "recipes", "history")  # what the three value entries mean
@@ -52,10 +51,6 @@ class Library:
     def n_books(self) -> int:
         return len(self.titles)
 
-    def as_dict(self) -> dict:
-        """The library as a Python dict: title -> value vector (exact lookup only)."""
-        return dict(zip(self.titles, self.values))
-
 
 def demo_library() -> Library:
     """Five books; keys in 2-D (about AI, about food), values in 3-D (AI facts, recipes, history)."""
@@ -85,29 +80,6 @@ def _query(query, library: Library) -> np.ndarray:
     return query
 
 
-def dictionary_lookup(title: str, library: Library):
-    """Exact-match lookup: the value stored under ``title``, or None if no such title."""
-    return library.as_dict().get(title)
-
-
-def scores(query, library: Library) -> np.ndarray:
-    """Match score of every book: ``keys @ query``, shape (n_books,)."""
-    q = _query(query, library)
-    return attention_scores(q[None, :], library.keys, scale=False)[0]  # (1, d_k) @ (d_k, n) -> (n,)
-
-
-def hard_lookup(query, library: Library) -> int:
-    """Index of the best-matching book (ties go to the first)."""
-    return int(np.argmax(scores(query, library)))
-
-
-def hard_weights(query, library: Library) -> np.ndarray:
-    """One-hot weights (n_books,) on the best-matching book."""
-    w = np.zeros(library.n_books)
-    w[hard_lookup(query, library)] = 1.0
-    return w
-
-
 def soft_lookup(query, library: Library, temperature: float = 1.0):
     """Soft attention over the books: ``(output (d_v,), weights (n_books,))``."""
     q = _query(query, library)
@@ -115,14 +87,3 @@ def soft_lookup(query, library: Library, temperature: float = 1.0):
     out, w = scaled_dot_product_attention(q[None, :], library.keys, library.values,
                                           scale=False, temperature=temperature)
     return out[0], w[0]  # (1, d_v), (1, n) -> (d_v,), (n,)
-
-
-def weights_vs_temperature(query, library: Library, temperatures) -> np.ndarray:
-    """Soft-lookup weights for each temperature: shape (len(temperatures), n_books)."""
-    temps = as_array("temperatures", temperatures, ndim=1)
-    return np.stack([soft_lookup(query, library, t)[1] for t in temps])
-
-
-def uniform_weights(library: Library) -> np.ndarray:
-    """The infinitely hot limit: every book weighted 1 / n_books."""
-    return np.full(library.n_books, 1.0 / library.n_books)

@@ -92,3 +92,23 @@ def test_text_is_at_least_the_books_minimum_size():
         assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
         sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
         assert min(sizes) >= style.MIN_FONT_PT
+
+
+def test_library_and_weights_keeps_every_label_inside_a_saved_constrained_figure():
+    """The widget's still saves a constrained-layout Figure without a tight box: the left y label
+    ("key[1]: about food") must not run past the figure's left edge."""
+    from matplotlib.figure import Figure
+
+    from qkv_viz.chapters.ch01_library.figures import library_and_weights
+    from qkv_viz.viz import style
+    from qkv_viz.viz.canvas import figure_png
+    for tau in (0.3, 1.0):
+        fig = Figure(figsize=style.figsize(1.0, 0.42), dpi=style.DPI, layout="constrained")
+        axes = fig.subplots(1, 2, gridspec_kw=dict(width_ratios=[1, 1.25]))
+        library_and_weights(demo_library(), DEMO_QUERY, tau, axes=axes)
+        figure_png(fig)  # the save lays the figure out once more, as the widget's does
+        renderer = fig.canvas.get_renderer()
+        for ax in axes:
+            for label in (ax.yaxis.label, ax.xaxis.label, ax.title):
+                box = label.get_window_extent(renderer)
+                assert box.x0 >= 0 and box.x1 <= fig.bbox.width, label.get_text()

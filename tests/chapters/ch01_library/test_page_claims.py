@@ -2,8 +2,7 @@
 import numpy as np
 
 from qkv_viz import scaled_dot_product_attention
-from qkv_viz.chapters.ch01_library.library import (DEMO_QUERY, VALUE_AXES, demo_library, hard_lookup,
-                                                   soft_lookup)
+from qkv_viz.chapters.ch01_library.library import DEMO_QUERY, VALUE_AXES, demo_library, soft_lookup
 
 
 def _by_hand(query, keys, values, tau):
@@ -20,7 +19,7 @@ def test_the_pages_four_lines_equal_the_package_and_read_as_shares():
     out_pkg, w_pkg = soft_lookup(DEMO_QUERY, lib, temperature=1.0)
     np.testing.assert_allclose(w_pkg, w, atol=1e-12)
     np.testing.assert_allclose(out_pkg, out, atol=1e-12)
-    assert hard_lookup(DEMO_QUERY, lib) == int(np.argmax(lib.keys @ DEMO_QUERY)) == 0
+    assert int(np.argmax(lib.keys @ DEMO_QUERY)) == 0  # the hard lookup picks Attention Explained
     np.testing.assert_allclose(out.sum(), 1.0)
 
 
@@ -41,8 +40,7 @@ def test_dividing_by_sqrt_dk_is_a_temperature_of_sqrt_dk():
 
 
 def test_the_top_weight_falls_as_the_temperature_rises():
-    from qkv_viz.chapters.ch01_library.library import weights_vs_temperature
-    table = weights_vs_temperature(DEMO_QUERY, demo_library(), [0.1, 0.3, 1, 3, 10, 1e6])
+    table = np.stack([soft_lookup(DEMO_QUERY, demo_library(), t)[1] for t in [0.1, 0.3, 1, 3, 10, 1e6]])
     assert np.all(np.diff(table.max(axis=1)) < 0)
 
 
@@ -56,3 +54,43 @@ def test_many_readers_each_read_their_own_book():
                                                          "A History of Libraries"]
     assert [VALUE_AXES[j] for j in out.argmax(axis=1)] == ["AI facts", "recipes", "history"]
     np.testing.assert_allclose(w[0], soft_lookup(DEMO_QUERY, lib, temperature=np.sqrt(2))[1])
+
+
+def _page_library():
+    """The library the page writes out in its first code cell."""
+    import json
+    import pathlib
+    nb = pathlib.Path(__file__).resolve().parents[3] / "notebooks" / "01_library_analogy.ipynb"
+    cells = ["".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+    source = next(s for s in cells if "titles = [" in s)
+    ns = {}
+    exec(compile(source, str(nb), "exec"), ns)
+    return ns
+
+
+def test_the_pages_library_is_the_widgets():
+    page, lib = _page_library(), demo_library()
+    assert tuple(page["titles"]) == lib.titles and tuple(page["value_axes"]) == VALUE_AXES
+    np.testing.assert_array_equal(page["keys"], lib.keys)
+    np.testing.assert_array_equal(page["values"], lib.values)
+    np.testing.assert_array_equal(page["query"], DEMO_QUERY)
+
+
+def test_more_food_switches_the_hard_lookup_to_robot_chefs_before_kitchen_chemistry():
+    """The slider text: query[1] (about food) up from the demo's 0.5 in the widget's steps of 0.1, query[0] kept."""
+    lib = demo_library()
+    picks = [lib.titles[int(np.argmax(lib.keys @ np.array([DEMO_QUERY[0], f])))]
+             for f in np.arange(0.5, 2.5001, 0.1)]
+    changes = [p for i, p in enumerate(picks) if i == 0 or p != picks[i - 1]]
+    assert changes[:2] == ["Attention Explained", "Robot Chefs"]
+    assert "Kitchen Chemistry" not in changes[:2]
+
+
+def test_a_shorter_query_flattens_the_weights_at_any_temperature():
+    lib = demo_library()
+    for tau in (0.1, 1.0, 10.0):
+        tops = [soft_lookup(c * DEMO_QUERY, lib, tau)[1].max() for c in (1.0, 0.5, 0.1, 0.01)]
+        assert np.all(np.diff(tops) < 0)
+        np.testing.assert_allclose(soft_lookup(np.zeros(2), lib, tau)[1], 0.2)  # at 0 every book gets 0.2
+        np.testing.assert_allclose(soft_lookup(0.5 * DEMO_QUERY, lib, tau)[1],
+                                   soft_lookup(DEMO_QUERY, lib, 2 * tau)[1])  # half the query = twice the temperature

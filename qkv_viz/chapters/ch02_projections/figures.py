@@ -71,10 +71,10 @@ def plot_token_to_qkv(x, W_q, W_k, W_v, ax=None, token: str = "token 0", decimal
             (x_left + x.size / 2, top), (centre, bottom + 1.05), arrowstyle="-|>",
             mutation_scale=12, color=color, lw=1.5)))
         mid = ((x_left + x.size / 2 + centre) / 2, (top + bottom + 1) / 2)
-        artists.append(ax.text(*mid, f"@ W_{role}  {W.shape[0]}x{W.shape[1]}", ha="center",
+        artists.append(ax.text(*mid, f"@ $W_{role}$  {W.shape[0]}×{W.shape[1]}", ha="center",
                                va="center", color=color, fontsize=style.FONT_PT,
                                bbox=dict(facecolor="white", edgecolor="none", pad=1)))
-        artists.append(ax.text(centre, bottom - 0.35, f"{role} = x @ W_{role}\n{ROLE_WORDS[role]}",
+        artists.append(ax.text(centre, bottom - 0.35, f"${role} = x\\,W_{role}$\n{ROLE_WORDS[role]}",
                                ha="center", va="top", color=color, fontsize=style.FONT_PT))
         left += slot + gap
     ax.set(xlim=(min(-0.2, x_left - 2.6), total + 0.2), ylim=(-1.9, top + 1.2), aspect="equal")
@@ -126,7 +126,7 @@ def plot_query_geometry(X, W_q=None, W_k=None, query: int = 0, ax=None, tokens=N
     for j, (k, s) in enumerate(zip(K, scores)):
         artists.append(ax.annotate("", k, (0, 0), arrowprops=dict(
             arrowstyle="-|>", color=style.KEY_COLOR, lw=1.6)))
-        artists.append(_beyond_tip(ax, k, f"k {j}: q.k = {s:.2f}", style.KEY_COLOR,
+        artists.append(_beyond_tip(ax, k, f"k {j}: q·k = {s:.2f}", style.KEY_COLOR,
                                    bold=j == best))
     artists.append(query_arrow)
     normal = np.array([-q[1], q[0]]) / (np.linalg.norm(q) or 1.0)  # left of the query arrow

@@ -41,7 +41,7 @@ def test_query_geometry_labels_each_key_with_its_score():
     artists = plot_query_geometry(X, W_q=turn, query=0)
     labels = [a for a in artists if isinstance(a, matplotlib.text.Text) and a.get_text().startswith("k ")]
     scores = (X @ turn)[0] @ X.T  # the query of token 0 against the keys (W_k = identity)
-    assert [t.get_text() for t in labels] == [f"k {j}: q.k = {s:.2f}" for j, s in enumerate(scores)]
+    assert [t.get_text() for t in labels] == [f"k {j}: q·k = {s:.2f}" for j, s in enumerate(scores)]
     bold = [t.get_text() for t in labels if t.get_fontweight() == "bold"]
     assert bold == [labels[int(np.argmax(scores))].get_text()]
 

@@ -27,7 +27,7 @@ def test_token_to_qkv_writes_x_and_its_three_projections():
     for vec in (x, x @ W_q, x @ W_k, x @ W_v):
         for value in vec:
             assert f"{value:.3f}" in texts
-    assert any("6x2" in t for t in texts)  # W_v's shape is written on its arrow
+    assert any("$W_v$  6×2" in t for t in texts)  # W_v's shape is written on its arrow
 
 
 def test_token_to_qkv_names_a_shape_mismatch():

@@ -32,10 +32,10 @@ def check_water_query(guess, W_q_water) -> Feedback:
     noun row asking only for water. Says whether the matrix is that, then what "bank" reads."""
     if guess is None or W_q_water is None:
         return no_answer()
-    if not isinstance(guess, str) or guess.strip().strip('"\'') not in RATES:
+    if not isinstance(guess, str) or guess.strip().strip('"\'').lower() not in RATES:
         return Feedback(False, f"guess should be one of the sentence's words {list(RATES)} as a string, "
                                f"got {guess!r}.")
-    guess = guess.strip().strip('"\'')
+    guess = guess.strip().strip('"\'').lower()
     try:
         W = as_array(W_q_water)[0].astype(float)
     except Exception as exc:  # noqa: BLE001

@@ -44,3 +44,8 @@ def test_what_happened():
     np.testing.assert_allclose(others, others[0])
     assert out[1] > out[0]
     assert ch00.check_water_query(sol.GUESS, np.array([[0, 0], [0, 0], [5, 0]]))  # any positive water column
+
+
+def test_a_guess_is_read_whatever_its_case_and_quotes():
+    assert ch00.check_water_query(" Bank ", sol.W_Q_WATER)
+    assert ch00.check_water_query('"bank"', sol.W_Q_WATER)

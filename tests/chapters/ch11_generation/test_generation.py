@@ -108,3 +108,35 @@ def test_the_stepper_model_is_the_pages_model():
         np.testing.assert_array_equal(getattr(p, name), page[name], err_msg=name)
     np.testing.assert_array_equal(E, page["E"])
     assert write(E, p, VOCAB, PROMPT)[0] == "the cat sat on the mat .".split()
+
+
+def test_the_writer_only_works_for_its_prompt():
+    """'start it at *on* and the message, spread over one token only, wins too early (*on mat mat .*)'"""
+    from qkv_viz.chapters.ch11_generation.generation import VOCAB, hand_built_model, write
+
+    E, params = hand_built_model()
+    assert " ".join(write(E, params, VOCAB, ["the", "cat"])[0]) == "the cat sat on the mat ."
+    assert " ".join(write(E, params, VOCAB, ["on"])[0]) == "on mat mat ."
+
+
+def test_rope_keys_turned_once_as_they_enter_the_cache_give_the_training_pass():
+    """The page's RoPE cell: keys turned by their own position when cached, the query by t."""
+    from qkv_viz.core.positions import apply_rope
+
+    def softmax(s, axis=-1):                        # the page's: -inf (hidden keys) allowed
+        w = np.exp(s - s.max(axis=axis, keepdims=True))
+        return w / w.sum(axis=axis, keepdims=True)
+
+    x, layer = toy_layer()
+    T, H = x.shape[0], layer.n_heads
+    d_k = x.shape[1] // H
+    Q, K, V = ((x @ W).reshape(T, H, d_k).transpose(1, 0, 2) for W in (layer.W_q, layer.W_k, layer.W_v))
+    scores = apply_rope(Q) @ apply_rope(K).swapaxes(1, 2) / np.sqrt(d_k)
+    training = softmax(np.where(np.tri(T, dtype=bool), scores, -np.inf), axis=-1) @ V
+    cache = np.zeros((H, 0, d_k))
+    for t in range(T):
+        cache = np.concatenate([cache, apply_rope(K[:, t:t + 1], [t])], axis=1)
+        row = softmax(apply_rope(Q[:, t:t + 1], [t]) @ cache.swapaxes(1, 2) / np.sqrt(d_k), axis=-1) @ V[:, :t + 1]
+        np.testing.assert_allclose(row[:, 0], training[:, t], atol=1e-12)
+    # turning the values too would change the outputs: the page's "values are not turned" matters
+    assert np.abs(softmax(np.where(np.tri(T, dtype=bool), scores, -np.inf), axis=-1) @ apply_rope(V) - training).max() > 1e-3

@@ -18,10 +18,11 @@ from qkv_viz.chapters.ch11_generation.generation import PROMPT, VOCAB, hand_buil
 from qkv_viz.core.kv_cache import GQAParams, generate
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
-from qkv_viz.viz.canvas import CanvasFigure, f64_bytes, figure_png, module_source
+from qkv_viz.viz.canvas import f64_bytes, figure_png, module_source
+from qkv_viz.viz.traits import CheckedFigure, Whole, integer, one_of
 
 
-class GenerationFigure(CanvasFigure):
+class GenerationFigure(CheckedFigure):
     """Step through a greedy generation; the K/V caches, the new query's weights, its logits.
 
     Traits: ``vocab``, ``prompt`` (word ids), ``stop`` (id ending the sentence), ``max_tokens``,
@@ -29,10 +30,15 @@ class GenerationFigure(CanvasFigure):
     multi-head), ``W_o`` as float64 buffers; ``step`` (the new token), ``head`` (query head shown),
     ``n_kv_heads`` (a divisor of n_heads). CSS classes: ``qkv-generation``, ``qkv-gen-step``
     (slider), ``qkv-gen-next`` (button), ``qkv-gen-head``, ``qkv-gen-kv`` (selects),
-    ``qkv-gen-map`` (canvas), ``qkv-gen-readout``.
+    ``qkv-gen-map`` (canvas), ``qkv-gen-readout``. ``step``, ``head`` and ``n_kv_heads``
+    refuse what cannot be shown (a ``TraitError`` naming the trait; fewer K/V heads may
+    write a shorter sentence, and ``step`` then moves to its last token, as the page does);
+    the model and the prompt are fixed when the figure is built.
     """
 
     _esm = module_source("generation.js")
+    _fixed = ("vocab", "prompt", "stop", "max_tokens", "d_model", "n_heads", "E", "W_q", "W_k", "W_v", "W_o")
+    _builder = "generation_widget(...)"
     vocab = traitlets.List(traitlets.Unicode()).tag(sync=True)
     prompt = traitlets.List(traitlets.Int()).tag(sync=True)
     stop = traitlets.Int(-1).tag(sync=True)
@@ -44,9 +50,9 @@ class GenerationFigure(CanvasFigure):
     W_k = traitlets.Bytes(b"").tag(sync=True)
     W_v = traitlets.Bytes(b"").tag(sync=True)
     W_o = traitlets.Bytes(b"").tag(sync=True)
-    step = traitlets.Int(0).tag(sync=True)
-    head = traitlets.Int(0).tag(sync=True)
-    n_kv_heads = traitlets.Int(1).tag(sync=True)
+    step = Whole(0).tag(sync=True)
+    head = Whole(0).tag(sync=True)
+    n_kv_heads = Whole(1).tag(sync=True)
 
     def __init__(self, vocab, E, params: GQAParams, prompt, step: int = 0, head: int = 0,
                  n_kv_heads: int | None = None, stop: str = ".", max_tokens: int = 10):
@@ -73,6 +79,30 @@ class GenerationFigure(CanvasFigure):
                          max_tokens=self._max, d_model=self._E.shape[1], n_heads=H, E=f64_bytes(self._E),
                          W_q=f64_bytes(params.W_q), W_k=f64_bytes(params.W_k), W_v=f64_bytes(params.W_v),
                          W_o=f64_bytes(params.W_o), step=int(step), head=int(head), n_kv_heads=n_kv_heads)
+        self.observe(self._keep_step, names="n_kv_heads")
+
+    def _kv_choices(self) -> tuple:
+        H = self._params.n_heads
+        return tuple(g for g in range(1, H + 1) if H % g == 0)
+
+    @traitlets.validate("n_kv_heads")
+    def _valid_n_kv_heads(self, proposal):
+        return one_of("n_kv_heads", proposal["value"], self._kv_choices(),
+                      f"the K/V heads must divide n_heads = {self._params.n_heads}")
+
+    @traitlets.validate("head")
+    def _valid_head(self, proposal):
+        H = self._params.n_heads
+        return integer("head", proposal["value"], 0, H - 1, f"there are {H} query heads")
+
+    @traitlets.validate("step")
+    def _valid_step(self, proposal):
+        T = len(self.words)
+        return integer("step", proposal["value"], 0, T - 1, f"the sentence has {T} tokens")
+
+    def _keep_step(self, change):
+        """Fewer K/V heads may write a shorter sentence: the step stays on it (generation.js does the same)."""
+        self.step = min(self.step, len(self.words) - 1)
 
     def _layer(self) -> GQAParams:
         return shared_kv(self._params, self.n_kv_heads)

@@ -27,6 +27,7 @@ static fragment, with a tooltip saying so.
 from __future__ import annotations
 
 import base64
+import html
 import io
 import json
 import pathlib
@@ -116,6 +117,11 @@ render({{model: staticModel(state), el}});
 """
 
 
+# The still picture's text alternative until the script replaces it with the live figure (whose
+# canvases then describe themselves); a figure class may set ``static_alt`` to say more.
+STATIC_ALT = "{name}: a still picture of the interactive figure in its first state"
+
+
 def static_html(widget, png: bytes | None = None) -> str:
     """A self-contained HTML fragment of ``widget`` that runs with no kernel.
 
@@ -128,8 +134,8 @@ def static_html(widget, png: bytes | None = None) -> str:
     """
     png = widget.static_png() if png is None else png
     uid = f"qkv-{uuid.uuid4().hex[:12]}"
-    img = (f'<img alt="{type(widget).__name__} (static picture)" '
-           f'src="data:image/png;base64,{base64.b64encode(png).decode()}">')
+    alt = html.escape(getattr(widget, "static_alt", "") or STATIC_ALT.format(name=type(widget).__name__))
+    img = f'<img alt="{alt}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
     boot = STATIC_BOOT.format(model_js=(JS_DIR / "static.js").read_text(), uid=uid,
                               css=json.dumps(CSS))
     return (f'<div id="{uid}" class="qkv-static">{img}</div>\n'

@@ -257,8 +257,15 @@ function render({model, el}) {
     ctx.setLineDash([]);
     ctx.fillStyle = "#000";
     ctx.beginPath(); ctx.arc(xOf(t), yOf(v), 6, 0, 2 * Math.PI); ctx.fill();
-    text(ctx, "\u2014 scaled", width - 150, 16, {colour: SCALED, font: BOLD});
-    text(ctx, "- - not scaled", width - 82, 16, {colour: UNSCALED, font: BOLD});
+    // the legend: a sample of each line (colour AND dash) and dark text (readable, not the colour alone)
+    const legend = (x, label, colour, dash) => {
+      ctx.strokeStyle = colour; ctx.lineWidth = 2; ctx.setLineDash(dash);
+      ctx.beginPath(); ctx.moveTo(x, height - 10); ctx.lineTo(x + 24, height - 10); ctx.stroke();
+      ctx.setLineDash([]); ctx.lineWidth = 1;
+      text(ctx, label, x + 28, height - 6, {font: SMALL});
+    };
+    legend(10, "scaled", SCALED, []);
+    legend(84, "not scaled", UNSCALED, [6, 3]);
     const ends = (key) => `${fmt(curves[s.metric][key][0], 2)} to ${fmt(curves[s.metric][key][dks.length - 1], 2)}`;
     describe(curve.canvas, `${METRIC_LABELS[s.metric]} against d_k from ${dks[0]} to ${dks[dks.length - 1]}: `
       + `scaled (solid line) ${ends("scaled")}, not scaled (dashed line) ${ends("unscaled")}; `

@@ -178,3 +178,25 @@ def test_the_forgotten_transpose_raises_nothing_and_moves_the_weights(model, tra
                              model.config.n_heads)
     np.testing.assert_allclose(bug.sum(axis=-1), 1.0)
     assert np.abs(bug - trace.weights[0]).max() > 0.9
+
+
+def test_the_residual_adds_a_shorter_vector_that_turns_the_token_little(model, trace):
+    """'In every layer A is shorter than the token and X + A points nearly where X did.'"""
+    from qkv_viz.core.multihead import multi_head_attention
+
+    for layer, x in zip(model.layers, trace.hidden_states[:-1]):
+        A, _ = multi_head_attention(x, x, layer.attn, model.config.n_heads)
+        ratio = np.linalg.norm(A, axis=1) / np.linalg.norm(x, axis=1)
+        y = x + A
+        cos = np.sum(x * y, axis=1) / (np.linalg.norm(x, axis=1) * np.linalg.norm(y, axis=1))
+        assert ratio.max() < 1 and cos.min() > 0.8
+
+
+def test_the_control_gives_street_little(model, trace):
+    """'takes 0.40 off "animal" and gives more than half of it to [CLS], only 0.07 to "street"'"""
+    control = run(model, WIDE)
+    i = trace.tokens.index("it")
+    change = control.weights[3, 1, i] - trace.weights[3, 1, i]
+    animal, street = trace.tokens.index("animal"), trace.tokens.index("street")
+    assert round(-change[animal], 2) == 0.40 and round(change[street], 2) == 0.07
+    assert change[0] > -change[animal] / 2 > change[street]

@@ -65,7 +65,7 @@ def check_key_grad(fn, seed=None) -> Feedback:
 
 # ---------------------------------------------------------------- exercise 2: the backward pass through softmax
 def backward_cases(n: int = 5, seed=None) -> list:
-    """(p (S,), grad (S,)): a row of weights (soft, sharp, one-hot) and a gradient arriving at it."""
+    """(w (S,), grad (S,)): a row of weights (soft, sharp, one-hot) and a gradient arriving at it."""
     rng = np.random.default_rng(seed)
     cases = []
     for i in range(n):
@@ -75,19 +75,19 @@ def backward_cases(n: int = 5, seed=None) -> list:
     return cases
 
 
-def _backward_reference(p, grad):
-    return softmax_jacobian(p) @ grad  # (S, S) @ (S,) -> (S,); J is symmetric, so J^T grad = J grad
+def _backward_reference(w, grad):
+    return softmax_jacobian(w) @ grad  # (S, S) @ (S,) -> (S,); J is symmetric, so J^T grad = J grad
 
 
 def _diagnose_backward(got, want, case):
-    p, grad = case
+    w, grad = case
     if np.allclose(got, want, atol=1e-8):
         return None
     if np.allclose(got, -want):
-        return "the sign is flipped: which of J's two terms, diag(p) or p p^T, carries the minus?"
-    if np.allclose(got, p * grad):
-        return "you have the diag(p) part of J only: what does the p p^T part do to grad?"
-    if np.allclose(got, grad - p @ grad):
+        return "the sign is flipped: which of J's two terms, diag(w) or w w^T, carries the minus?"
+    if np.allclose(got, w * grad):
+        return "you have the diag(w) part of J only: what does the w w^T part do to grad?"
+    if np.allclose(got, grad - w @ grad):
         return ("close, but a factor is missing: look at any entry of J, diagonal or not. "
                 "Which number multiplies all of row i?")
     if not np.isclose(got.sum(), 0.0, atol=1e-8):
@@ -97,7 +97,7 @@ def _diagnose_backward(got, want, case):
 
 
 def check_softmax_backward(fn, seed=None) -> Feedback:
-    """Exercise 2: ``fn(p, grad) -> (S,)``, the gradient at the scores J^T grad, without building J."""
+    """Exercise 2: ``fn(w, grad) -> (S,)``, the gradient at the scores J^T grad, without building J."""
     return check_function(fn, _backward_reference, backward_cases(seed=seed), name="your softmax_backward",
                           diagnose=_diagnose_backward)
 
@@ -111,8 +111,8 @@ def check_new_width_std(answer) -> Feedback:
 
 
 def check_row_grad_norm(answer) -> Feedback:
-    """Exercise 4: Frobenius norm of the softmax Jacobian for the row p = [1/2, 1/4, 1/4]."""
+    """Exercise 4: Frobenius norm of the softmax Jacobian for the row w = [1/2, 1/4, 1/4]."""
     expected = float(softmax_grad_norm(np.array(ROW_EX4)))
     return check_close(answer, expected, rtol=1e-2, atol=0.0,
-                       hint="build J = diag(p) - p p^T: the diagonal entries are p_i (1 - p_i), the others "
-                            "-p_i p_j; square all 9 entries, add them up, take the square root.")
+                       hint="build J = diag(w) - w w^T: the diagonal entries are w_i (1 - w_i), the others "
+                            "-w_i w_j; square all 9 entries, add them up, take the square root.")

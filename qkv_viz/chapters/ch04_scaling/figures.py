@@ -51,7 +51,7 @@ def softmax_sharpness_figure(c, sat, S: int):
     a.set_title("how sharp is the row?")
     a.legend(loc="center left")
     b.plot(c, sat["grad_norm"], "o-", color=style.SERIES[5])
-    b.set_title(r"how much does it respond? $\|\mathrm{diag}(p) - pp^\top\|_F$")
+    b.set_title(r"how much does it respond? $\|\mathrm{diag}(w) - ww^\top\|_F$")
     b.set_ylabel("Frobenius norm")
     peak = int(np.argmax(sat["grad_norm"]))
     b.annotate(f"largest of these {len(c)} spreads: {sat['grad_norm'][peak]:.3f} at c = {c[peak]:g}", (c[peak], sat["grad_norm"][peak]),
@@ -66,7 +66,7 @@ def diagnostics_figure(on: dict, off: dict):
     """Against d_k, with and without the factor: score spread, max weight, Jacobian norm (three panels)."""
     keys = (("score_std", "score spread (row std)", "std of a row's scores"),
             ("max_weight", "max weight of a row", "weight"),
-            ("grad_norm", r"$\|\mathrm{diag}(p) - pp^\top\|_F$", "Frobenius norm"))
+            ("grad_norm", r"$\|\mathrm{diag}(w) - ww^\top\|_F$", "Frobenius norm"))
     fig, axes = plt.subplots(1, 3, figsize=style.figsize(1.0, 0.34), constrained_layout=True)
     d_ks = np.asarray(on["d_k"], dtype=float)
     for ax, (key, title, ylabel) in zip(axes, keys):
@@ -77,11 +77,14 @@ def diagnostics_figure(on: dict, off: dict):
         ax.set_title(title)
         ax.set_ylabel(ylabel)
     if "grad_norm_median" in on and "grad_norm_median" in off:
+        means = axes[2].lines[:2]                                    # the two lines drawn above: row means
+        for line in means:
+            line.set_label(f"mean row, {line.get_label()}")
         medians = [axes[2].plot(d_ks, r["grad_norm_median"], ":", marker="^" if scaled else "v", ms=4, lw=1.2,
                                 color=COLORS[scaled], label=f"median row, {'scaled' if scaled else 'unscaled'}")[0]
                    for scaled, r in ((True, on), (False, off))]
         axes[2].set_yscale("log")
-        axes[2].legend(handles=medians, loc="lower left")
+        axes[2].legend(handles=means + medians, loc="lower left", fontsize=style.MIN_FONT_PT)
     axes[0].set_yscale("log", base=2)
     axes[1].set_ylim(0, 1.02)
     axes[0].legend(loc="upper left")
@@ -114,7 +117,9 @@ def score_histograms(dots_by_dk: dict, bins: int = 40):
     ``dots_by_dk`` maps d_k to the dot products q . k of random pairs (n,); each panel
     shows them as they are (unscaled) and divided by sqrt(d_k) (scaled), each in ``bins``
     bins over +-4 of its std, each panel on its own x-range (+-4 std of its wider set),
-    its std in the legend.
+    its std in the legend. The y-axis counts pairs per bin: each set has its own bins,
+    so both bells are equally tall and the unscaled one, at d_k = 512, visibly 23 times wider
+    (a density would squash it flat beside the scaled spike).
     """
     if not dots_by_dk:
         raise ValueError("dots_by_dk must map at least one d_k to its dot products")
@@ -124,26 +129,26 @@ def score_histograms(dots_by_dk: dict, bins: int = 40):
         dots = np.asarray(dots, dtype=float)
         reach = 4 * max(dots.std(), dots.std() / np.sqrt(d_k))     # 4 std of the wider set: nearly all
         for scaled, values in ((False, dots), (True, dots / np.sqrt(d_k))):
-            ax.hist(values, bins=np.linspace(-4, 4, bins + 1) * values.std(), density=True, alpha=0.75 if scaled else 0.6, color=COLORS[scaled],
-                    label=f"{'scaled' if scaled else 'unscaled'}: std {values.std():.2f}")
+            ax.hist(values, bins=np.linspace(-4, 4, bins + 1) * values.std(), alpha=0.75 if scaled else 0.6,
+                    color=COLORS[scaled], label=f"{'scaled' if scaled else 'unscaled'}: std {values.std():.2f}")
         ax.set_title(f"$d_k$ = {d_k}")
         ax.set_xlim(-reach, reach)
         ax.set_xlabel("score")
         ax.legend(loc="upper right")
-    axes[0, 0].set_ylabel("how often (density)")
+    axes[0, 0].set_ylabel(f"pairs per bin ({bins} bins each)")
     return fig
 
 
 def two_key_figure(gap_max: float = 8.0, ax=None):
-    """Two keys: weight p = sigmoid(gap) of the second key and its slope p(1 - p), against the score gap."""
+    """Two keys: weight w = sigmoid(gap) of the second key and its slope w(1 - w), against the score gap."""
     if gap_max <= 0:
         raise ValueError(f"gap_max must be positive, got {gap_max}")
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.6, 0.4), constrained_layout=True)
     gap = np.linspace(-gap_max, gap_max, 401)                    # score gap s_1 - s_0
     p = 1 / (1 + np.exp(-gap))                                   # softmax([s_0, s_1])[1] = sigmoid(gap)
-    lines = ax.plot(gap, p, color=style.SERIES[0], label=r"weight of key 1: $p = \sigma(\Delta)$")
-    lines += ax.plot(gap, p * (1 - p), "--", color=style.SERIES[5], label=r"its slope $p(1-p)$")
+    lines = ax.plot(gap, p, color=style.SERIES[0], label=r"weight of key 1: $w = \sigma(\Delta)$")
+    lines += ax.plot(gap, p * (1 - p), "--", color=style.SERIES[5], label=r"its slope $w(1-w)$")
     ax.set_xlabel(r"score gap $\Delta = s_1 - s_0$")
     ax.set_ylabel("weight / slope")
     ax.set_ylim(0, 1.05)
@@ -152,20 +157,42 @@ def two_key_figure(gap_max: float = 8.0, ax=None):
     return lines
 
 
-def temperature_bars(scores, taus, axes=None):
-    """One row of scores (S,) through softmax(scores / tau), one small bar chart per tau; returns the bars."""
+def temperature_sweep(scores, marks=(), names=None, axes=None, taus=None):
+    """One row of scores (S,) through softmax(scores / tau) as tau sweeps 0.1..100 (log axis).
+
+    Top: each key's weight; bottom: the row's ||diag(w) - w w^T||_F, on the same tau axis, so
+    the weights going one-hot and the Jacobian dying are seen together. ``marks``: taus drawn
+    as dotted vertical lines (e.g. the ones the page printed); ``names``: one label per key
+    (default "key j: dot product s_j"). ``axes``: two axes (top, bottom). Returns the lines.
+    """
     scores = np.asarray(scores, dtype=float)
-    if scores.ndim != 1 or not len(taus):
-        raise ValueError(f"scores must be one row (S,) and taus non-empty, got shape {scores.shape}, {len(taus)} taus")
+    if scores.ndim != 1 or scores.size < 2:
+        raise ValueError(f"scores must be one row (S,) with S >= 2, got shape {scores.shape}")
+    S = scores.size
+    names = [f"key {j}: dot product {s:g}" for j, s in enumerate(scores)] if names is None else list(names)
+    if len(names) != S:
+        raise ValueError(f"names must give one label per key ({S}), got {len(names)}")
+    taus = np.logspace(-1, 2, 301) if taus is None else np.asarray(taus, dtype=float)  # (n,)
+    z = scores[None, :] / taus[:, None]                              # (n, S): the row at each temperature
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    w = e / e.sum(axis=1, keepdims=True)                             # (n, S) weights
+    J = w[:, :, None] * np.eye(S) - w[:, :, None] * w[:, None, :]    # (n, S, S): diag(w) - w w^T
+    J_norm = np.sqrt((J ** 2).sum(axis=(1, 2)))                      # (n,)
     if axes is None:
-        _, axes = plt.subplots(1, len(taus), figsize=style.figsize(1.0, 0.22), constrained_layout=True, sharey=True)
-    axes = np.atleast_1d(axes)
-    bars = []
-    for ax, tau in zip(axes, taus):
-        e = np.exp(scores / tau - (scores / tau).max())          # (S,) stable softmax
-        bars.append(ax.bar(range(len(scores)), e / e.sum(), color=style.SERIES[0]))
-        ax.set_title(rf"$\tau$ = {tau:.2f}")
-        ax.set_xticks(range(len(scores)), [f"{s:g}" for s in scores])
-        ax.set_ylim(0, 1.05)
-    axes[0].set_ylabel("weight")
-    return bars
+        _, axes = plt.subplots(2, 1, sharex=True, figsize=style.figsize(0.75, 0.55), constrained_layout=True,
+                               height_ratios=(1.3, 1))
+    top, bottom = axes
+    lines = [top.plot(taus, w[:, j], color=style.SERIES[j % len(style.SERIES)], label=names[j])[0]
+             for j in range(S)]
+    lines += bottom.plot(taus, J_norm, color=style.SERIES[5], label=r"$\|\mathrm{diag}(w) - ww^\top\|_F$")
+    for tau in marks:
+        for ax in (top, bottom):
+            ax.axvline(tau, color="gray", lw=0.8, ls=":")
+        top.annotate(rf"$\tau$ = {tau:.3g}", (tau, 1.02), xycoords=("data", "axes fraction"), ha="center",
+                     va="bottom", fontsize=style.MIN_FONT_PT, color="dimgray")
+    top.set(xscale="log", ylim=(0, 1.02), ylabel="weight")
+    top.legend(loc="center left", fontsize=style.MIN_FONT_PT)
+    bottom.set(ylim=(0, 1.15 * J_norm.max()), ylabel=r"$\|J\|_F$", xlabel=r"temperature $\tau$ (log scale)")
+    bottom.text(0.02, 0.06, "one-hot row: J is 0", transform=bottom.transAxes, va="bottom",
+                fontsize=style.MIN_FONT_PT, color="dimgray")
+    return lines

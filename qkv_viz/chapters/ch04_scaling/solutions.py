@@ -13,17 +13,17 @@ def key_grad(q, k, grad_scores, scale):
     return factor * grad_scores.T @ q                            # (S, T) @ (T, d_k) -> (S, d_k)
 
 
-# 2. (J^T g)_j = sum_i g_i (p_i delta_ij - p_i p_j) = p_j g_j - p_j (p . g) = p_j (g_j - p . g).
+# 2. (J^T g)_j = sum_i g_i (w_i delta_ij - w_i w_j) = w_j g_j - w_j (w . g) = w_j (g_j - w . g).
 #    A one-hot row gives 0 whatever g is: nothing reaches the scores.
-def softmax_backward(p, grad):
-    """p (S,) weights, grad (S,) d loss / d weights -> (S,) d loss / d scores."""
-    return p * (grad - p @ grad)                                 # (S,) * ((S,) - ()) -> (S,)
+def softmax_backward(w, grad):
+    """w (S,) weights, grad (S,) d loss / d weights -> (S,) d loss / d scores."""
+    return w * (grad - w @ grad)                                 # (S,) * ((S,) - ()) -> (S,)
 
 
 # 3. Var(q . k) = d_k Var(q_i) Var(k_i) = 48 * 4 * 1 = 192, so the std is sqrt(192) ~ 13.86.
 NEW_WIDTH_STD = float(np.sqrt(48 * 4.0 * 1.0))
 
-# 4. p = [1/2, 1/4, 1/4]: J = [[ 1/4,   -1/8,   -1/8 ],
+# 4. w = [1/2, 1/4, 1/4]: J = [[ 1/4,   -1/8,   -1/8 ],
 #                             [-1/8,    3/16,  -1/16],
 #                             [-1/8,   -1/16,   3/16]]
 #    sum of squares = 1/16 + 4/64 + 2 * 9/256 + 2/256 = 52/256, so ||J||_F = sqrt(52) / 16 ~ 0.451.

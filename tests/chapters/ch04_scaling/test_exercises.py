@@ -51,7 +51,7 @@ def test_key_grad_reference_is_the_chain_rule_by_finite_differences():
 
 @pytest.mark.parametrize("wrong, says", [
     (lambda p, g: -sol.softmax_backward(p, g), "sign is flipped"),
-    (lambda p, g: p * g, "diag(p) part of J only"),
+    (lambda w, g: w * g, "diag(w) part of J only"),
     (lambda p, g: g - p @ g, "a factor is missing"),
     (lambda p, g: p * (g - 0.9 * (p @ g)), "sum to 0"),
     (lambda p, g: softmax_jacobian(p), "has shape"),

@@ -54,6 +54,8 @@ def test_curve_figures_plot_given_values():
     on["grad_norm_median"], off["grad_norm_median"] = on["grad_norm"] / 2, off["grad_norm"] / 3
     fig = figures.diagnostics_figure(on, off)                    # the median row drawn beside the mean
     np.testing.assert_array_equal(fig.axes[2].lines[3].get_ydata(), off["grad_norm_median"])
+    legend = [t.get_text() for t in fig.axes[2].get_legend().get_texts()]
+    assert legend == ["mean row, scaled", "mean row, unscaled", "median row, scaled", "median row, unscaled"]
     assert all(f.get_size_inches()[0] <= style.COLUMN_WIDTH for f in map(plt.figure, plt.get_fignums()))
 
 
@@ -69,6 +71,9 @@ def test_score_histograms_show_both_versions_with_their_std():
     # each panel its own x-range: the d_k = 4 panel is not squeezed to the d_k = 512 one's
     assert fig.axes[0].get_xlim()[1] == pytest.approx(4 * dots[4].std())
     assert fig.axes[1].get_xlim()[1] == pytest.approx(4 * dots[512].std())
+    # counts per bin, each set in its own bins: both bells reach about the same height (no flat unscaled one)
+    tallest = [max(p.get_height() for p in container) for container in fig.axes[1].containers]
+    assert 0.7 < tallest[0] / tallest[1] < 1.4
     with pytest.raises(ValueError, match="dots_by_dk"):
         score_histograms({})
 
@@ -86,11 +91,25 @@ def test_two_key_figure_is_sigmoid_and_its_slope():
         two_key_figure(gap_max=0)
 
 
-def test_temperature_bars_are_softmax_at_each_temperature():
+def test_temperature_sweep_draws_softmax_and_its_jacobian_on_one_tau_axis():
     from qkv_viz import softmax
     toy = np.array([2.0, 5.0, 1.0])
-    bars = figures.temperature_bars(toy, [100, 1.0, 0.1])
-    for tau, bar in zip([100, 1.0, 0.1], bars):
-        assert np.allclose([b.get_height() for b in bar], softmax(toy / tau))
+    lines = figures.temperature_sweep(toy, marks=[np.sqrt(2), 0.1])
+    assert len(lines) == 4                                        # 3 keys' weights, then ||J||_F
+    taus = lines[0].get_xdata()
+    assert taus[0] == pytest.approx(0.1) and taus[-1] == pytest.approx(100)
+    for i in (0, 150, 300):
+        w = softmax(toy / taus[i])
+        assert np.allclose([ln.get_ydata()[i] for ln in lines[:3]], w)
+        J = np.diag(w) - np.outer(w, w)
+        assert lines[3].get_ydata()[i] == pytest.approx(np.linalg.norm(J))
+    assert lines[3].get_ydata()[0] < 1e-6 < lines[3].get_ydata()[-1]   # one-hot at tau = 0.1: J is 0
+    top = lines[0].axes
+    assert [t.get_text() for t in top.get_legend().get_texts()][1] == "key 1: dot product 5"
+    assert {t.get_text() for t in top.texts} == {r"$\tau$ = 1.41", r"$\tau$ = 0.1"}
+    assert lines[0].axes.get_xscale() == "log" and lines[3].axes is not top
     with pytest.raises(ValueError, match="scores"):
-        figures.temperature_bars(np.ones((2, 3)), [1.0])
+        figures.temperature_sweep(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="names"):
+        figures.temperature_sweep(toy, names=["a"])
+    plt.close("all")

@@ -107,6 +107,7 @@ function divColour(x) {
 }
 
 const LATER = "#767676";   // text of what this step does not hold yet: grey, still 4.5:1 on white
+const CHOICE = "#A04000";  // the chosen word's text: the query's orange, darker (>= 4.5:1 on white)
 
 // a short number for a cell: 1, -2, .5
 const short = (v) => (Math.abs(v - Math.round(v)) < 1e-9 ? String(Math.round(v)) : v.toFixed(1).replace(/^(-?)0\./, "$1."));
@@ -225,12 +226,12 @@ function render({model, el}) {
     vocab.forEach((w, i) => {
       const bx = left - 50 + i * 46;
       text(ctx, w, bx, ly + 18, {font: i === best ? BOLD : FONT});
-      text(ctx, lg[i].toFixed(2), bx, ly + 34, {font: i === best ? BOLD : FONT, colour: i === best ? "#d55e00" : "#222"});
+      text(ctx, lg[i].toFixed(2), bx, ly + 34, {font: i === best ? BOLD : FONT, colour: i === best ? CHOICE : "#222"});
     });
     text(ctx, t >= T - 1 ? `"${words[t]}" ends the sentence`
          : t < prompt.length - 1 ? `(prompt: token ${t + 1} is given, "${words[t + 1]}")`
          : `argmax \u2192 token ${t + 1} is "${words[t + 1]}"`,
-         left - 50, ly + 54, {font: BOLD, colour: "#d55e00"});
+         left - 50, ly + 54, {font: BOLD, colour: CHOICE});
     // the caches and the new query
     let maxAbs = 1e-12;
     for (const a of [st.k, st.v]) for (const val of a) maxAbs = Math.max(maxAbs, Math.abs(val));

@@ -98,7 +98,7 @@ function render({model, el}) {
     ctx.restore();
   }
 
-  function drawPlane(r) {
+  function drawPlane(r) {                 // labels in darker q / k hues: >= 4.5:1 on white
     const {ctx, width, height} = plane, cx = width / 2, cy = height / 2 + 10;
     ctx.clearRect(0, 0, width, height);
     const a = 2 * s.pair, b = a + 1;
@@ -115,8 +115,8 @@ function render({model, el}) {
     arrow(ctx, cx, cy, cx + qm[0] * px, cy - qm[1] * px, "#D55E00", 2.5, false);
     arrow(ctx, cx, cy, cx + kn[0] * px, cy - kn[1] * px, "#0072B2", 2.5, false);
     const beyond = (v) => 1 + 18 / Math.max(Math.hypot(...v) * px, 1e-12);   // a label 18 px past its arrowhead
-    text(ctx, `q at ${s.m}`, cx + qm[0] * px * beyond(qm), cy - qm[1] * px * beyond(qm), {colour: "#D55E00", font: BOLD, align: "center", base: "middle"});
-    text(ctx, `k at ${s.n}`, cx + kn[0] * px * beyond(kn), cy - kn[1] * px * beyond(kn), {colour: "#0072B2", font: BOLD, align: "center", base: "middle"});
+    text(ctx, `q at ${s.m}`, cx + qm[0] * px * beyond(qm), cy - qm[1] * px * beyond(qm), {colour: "#A04000", font: BOLD, align: "center", base: "middle"});
+    text(ctx, `k at ${s.n}`, cx + kn[0] * px * beyond(kn), cy - kn[1] * px * beyond(kn), {colour: "#005A8C", font: BOLD, align: "center", base: "middle"});
     const aq = Math.atan2(qm[1], qm[0]), ak = Math.atan2(kn[1], kn[0]);
     let between = (ak - aq) * 180 / Math.PI;            // from q to k, wrapped to -180..180
     between = ((between % 360) + 540) % 360 - 180;

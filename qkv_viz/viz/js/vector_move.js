@@ -10,6 +10,8 @@
 
 const Q_COLOUR = "#D55E00", K_COLOUR = "#0072B2", V_COLOUR = "#009E73";   // style.QUERY/KEY/VALUE_COLOR
 const SHARE_COLOURS = ["#009E73", "#56B4E9", "#CC79A7", "#F0E442", "#999999", "#0072B2"];   // one per value
+// the labels' text: the same hues, darker, at least 4.5:1 on white (WCAG AA)
+const Q_TEXT = "#A04000", SHARE_TEXT = ["#007A59", "#1F6E9E", "#A14A7F", "#7A6F00", "#6B6B6B", "#0072B2"];
 const OUTPUT_COLOUR = "#000";   // orange is the query's alone
 const Q_LIM = 3;   // the query plane shows -3..3 on both axes (widget.py refuses |q_i| > 3)
 
@@ -115,10 +117,11 @@ function render({model, el}) {
       // every key from the origin, in its value's colour; a key equal to q is dashed over it
       const colour = SHARE_COLOURS[j % SHARE_COLOURS.length];
       drawArrow(ctx, qp, [0, 0], kj, colour, 2, equal ? [5, 4] : []);
-      text(ctx, `k${j}${equal ? " (= q)" : ""}`, qp.X(kj[0]) + 5, qp.Y(kj[1]) - 5, {font: BOLD, colour});
+      text(ctx, `k${j}${equal ? " (= q)" : ""}`, qp.X(kj[0]) + 5, qp.Y(kj[1]) - 5,
+           {font: BOLD, colour: SHARE_TEXT[j % SHARE_TEXT.length]});
     }
     text(ctx, `q = (${s.q[0].toFixed(1)}, ${s.q[1].toFixed(1)})${same >= 0 ? ` = k${same}` : ""}`,
-         qp.box.x + 6, qp.box.y + qp.box.h - 8, {font: BOLD, colour: Q_COLOUR});
+         qp.box.x + 6, qp.box.y + qp.box.h - 8, {font: BOLD, colour: Q_TEXT});
     const pt = (a, o) => `(${a[o].toFixed(1)}, ${a[o + 1].toFixed(1)})`;
     describe(left.canvas, `the query q = ${pt(s.q, 0)}${same >= 0 ? `, equal to k${same}` : ""}, among the keys ` +
       names.map((_, j) => `k${j} ${pt(keys, 2 * j)}`).join(", ") +
@@ -140,7 +143,7 @@ function render({model, el}) {
       const vj = [values[j * dV], values[j * dV + 1]];
       const colour = SHARE_COLOURS[j % SHARE_COLOURS.length];   // each value and its weighted piece share a colour
       drawArrow(ctx, vp, [0, 0], vj, colour, 1, [4, 3]);
-      text(ctx, `v${j}`, vp.X(vj[0]) + 5, vp.Y(vj[1]) - 5, {font: BOLD, colour});
+      text(ctx, `v${j}`, vp.X(vj[0]) + 5, vp.Y(vj[1]) - 5, {font: BOLD, colour: SHARE_TEXT[j % SHARE_TEXT.length]});
     }
     ctx.fillStyle = "rgba(0, 0, 0, 0.2)";
     for (const p of trail) { ctx.beginPath(); ctx.arc(vp.X(p[0]), vp.Y(p[1]), 2.5, 0, 2 * Math.PI); ctx.fill(); }
@@ -174,7 +177,7 @@ function render({model, el}) {
       if (w > 44) text(ctx, label, x + w / 2, box.y + box.h / 2, {align: "center", base: "middle", font: BOLD, colour: "#000"});
       else if (r.weights[j] >= 0.005)   // too narrow: the label goes under the bar, in the value's colour
         text(ctx, label, Math.min(x + w / 2, box.x + box.w - 22), box.y + box.h + 11,
-             {align: "center", base: "middle", font: BOLD, colour: SHARE_COLOURS[j % SHARE_COLOURS.length]});
+             {align: "center", base: "middle", font: BOLD, colour: SHARE_TEXT[j % SHARE_TEXT.length]});
       x += w;
     }
     ctx.strokeStyle = "#444";

@@ -12,7 +12,14 @@ What happens to each notebook (on a copy, the committed file is never changed):
   embedded, which runs in the page without a kernel;
 - a widget output without such a fragment keeps its static ``image/png`` (or a
   sentence saying the figure needs the notebook);
-- a navigation bar (index, previous, next) is added at the top and bottom.
+- a navigation bar (index, previous, next) is added at the top and bottom;
+- every matplotlib picture gets alt text (figure_alt): its figure number, chapter and section,
+  and what the code says it draws (the cell's ``alt`` metadata if it has one, else the titles
+  and axis labels in the code and the first sentence of the book's plotting function it calls).
+
+Each page is built to pass axe-core's WCAG 2.1 A/AA rules (tests/test_site.py): lang and a title,
+a skip link to the one ``main`` landmark, two named navs, colours of prompts and code that meet
+4.5:1 and underlined links (``site_src/site.css``).
 
 Maths is typeset by MathJax 3 (``tex-svg``) copied from the
 ``sphinx-mathjax-offline`` package into ``site/static/mathjax``; fonts are
@@ -23,6 +30,7 @@ any static server, e.g. ``python -m http.server -d site``.
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import html
 import re
@@ -88,11 +96,22 @@ TITLE_CALLS = {"set_title", "suptitle", "title"}  # a call whose first argument 
 LABEL_CALLS = {"set_xlabel": "x", "set_ylabel": "y", "xlabel": "x", "ylabel": "y"}
 
 
+def parse_cell(source: str) -> ast.Module | None:
+    """A code cell's Python (IPython's % and ! lines left out), None if it does not parse."""
+    try:
+        return ast.parse("\n".join(line for line in source.splitlines()
+                                   if not line.lstrip().startswith(("%", "!"))))
+    except SyntaxError:
+        return None
+
+
+def calls_in_order(tree: ast.Module) -> list[ast.Call]:
+    return sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+
+
 def _strings(node) -> list[str]:
     """The text of a string literal (an f-string keeps its literal parts, an ellipsis for each field),
     or of a list/tuple of them."""
-    import ast
-
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value]
     if isinstance(node, ast.JoinedStr):
@@ -105,17 +124,11 @@ def _strings(node) -> list[str]:
 def figure_texts(source: str) -> tuple[list[str], list[str]]:
     """The titles (``title=``, ``titles=``, ``set_title``, ``suptitle``) and the axis labels
     (``set_xlabel``, ``set_ylabel``) a code cell gives its figure, in the order written."""
-    import ast
-
-    try:
-        tree = ast.parse("\n".join(line for line in source.splitlines()
-                                   if not line.lstrip().startswith(("%", "!"))))
-    except SyntaxError:
+    tree = parse_cell(source)
+    if tree is None:
         return [], []
     titles, labels = [], []
-    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)),
-                   key=lambda n: (n.lineno, n.col_offset))
-    for call in calls:
+    for call in calls_in_order(tree):
         name = getattr(call.func, "attr", getattr(call.func, "id", ""))
         if name in TITLE_CALLS and call.args:
             titles += _strings(call.args[0])
@@ -150,8 +163,6 @@ def _function_doc(module: str, name: str, depth: int = 0) -> str | None:
     """The docstring of ``module.name`` read from the source (nothing is imported), following
     one ``from .x import name`` re-export; None if it is not a plotting function (no ``ax`` /
     ``axes`` parameter, not in a figures/plots/pipeline module, 'plot' or 'figure' not in its name)."""
-    import ast
-
     path = _module_file(module)
     if path is None or depth > 1:
         return None
@@ -174,16 +185,12 @@ def _function_doc(module: str, name: str, depth: int = 0) -> str | None:
 
 def notebook_imports(nb) -> dict[str, str]:
     """Names the notebook imports from qkv_viz: local name -> dotted path (module.attr)."""
-    import ast
-
     names = {}
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        try:
-            tree = ast.parse("\n".join(line for line in cell.source.splitlines()
-                                       if not line.lstrip().startswith(("%", "!"))))
-        except SyntaxError:
+        tree = parse_cell(cell.source)
+        if tree is None:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("qkv_viz"):
@@ -196,17 +203,11 @@ def notebook_imports(nb) -> dict[str, str]:
 def plotting_docs(source: str, imports: dict[str, str]) -> list[str]:
     """First sentences of the docstrings of the book's plotting functions the cell calls
     (``figures.variance_figure(...)``, ``plot_pipeline(...)``), in the order called."""
-    import ast
-
-    try:
-        tree = ast.parse("\n".join(line for line in source.splitlines()
-                                   if not line.lstrip().startswith(("%", "!"))))
-    except SyntaxError:
+    tree = parse_cell(source)
+    if tree is None:
         return []
     docs = []
-    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)),
-                   key=lambda n: (n.lineno, n.col_offset))
-    for call in calls:
+    for call in calls_in_order(tree):
         func = call.func
         if isinstance(func, ast.Name) and func.id in imports:
             dotted = imports[func.id]

@@ -108,14 +108,15 @@ def _mark_targets(ax, targets):
     return ax.scatter(targets, rows, marker="s", s=30, facecolors="none", edgecolors="red", lw=1.1)
 
 
-def attention_snapshots(runs: dict):
-    """Grid of attention weights: one row per run, one column per snapshot step; one shared colour bar.
+def attention_snapshots(runs: dict, names=None):
+    """Grid of attention weights: one row per run (``names``, default all), one column per snapshot step;
+    one shared colour bar.
 
     The step heads each column (top row), the run's name each row (its y label). Red squares
     mark the key each query must find. Returns the figure.
     """
-    names = list(runs)
-    n_cols = len(next(iter(runs.values())).snapshots)
+    names = list(runs) if names is None else list(names)
+    n_cols = len(runs[names[0]].snapshots)
     fig, axes = plt.subplots(len(names), n_cols, figsize=(min(style.COLUMN_WIDTH, 2.4 * n_cols + 1.2),
                                                           2.1 * len(names)),
                              squeeze=False, constrained_layout=True, sharex=True, sharey=True)

@@ -307,6 +307,8 @@ def test_plots_draw(three):
     halo, red = heatmaps[0].collections[-2:]
     assert tuple(halo.get_edgecolor()[0][:3]) == (1.0, 1.0, 1.0) and tuple(red.get_edgecolor()[0][:3]) == (1.0, 0, 0)
     assert halo.get_linewidth()[0] > red.get_linewidth()[0]
+    two = sp.attention_snapshots(three, names=("unscaled", "scaled"))   # a chosen subset, in that order
+    assert [ax.get_ylabel().split("\n")[0] for ax in two.axes[:6:3]] == ["unscaled", "scaled"]
     assert heatmaps[0].images[0].get_clim() == (0.0, 1.0)
     np.testing.assert_array_equal(heatmaps[3].images[0].get_array(), three["unscaled"].snapshots[0][1])
     fig3 = sp.debug_grid(three, names=("unscaled", "scaled"), step=0)

@@ -52,7 +52,7 @@ function hatch(ctx, x, y, w, hgt, why) {
   ctx.lineWidth = 1;
   const up = (colour) => { ctx.strokeStyle = colour; for (let d = -hgt; d < w; d += 6) { ctx.beginPath(); ctx.moveTo(x + d, y + hgt); ctx.lineTo(x + d + hgt, y); ctx.stroke(); } };
   const down = (colour) => { ctx.strokeStyle = colour; for (let d = -hgt; d < w; d += 6) { ctx.beginPath(); ctx.moveTo(x + d, y); ctx.lineTo(x + d + hgt, y + hgt); ctx.stroke(); } };
-  if (why & 1) up("#b0b0b0");
+  if (why & 1) up("#808080");                      // 3.9:1 on white: a graphic that must be seen
   if (why & 2) down("#5b84b8");
   if (why === 4) { up("#c86464"); down("#c86464"); }
   ctx.restore();
@@ -98,7 +98,7 @@ function render({model, el}) {
         if (!mask[k]) { hatch(ctx, x, y, cell, cell, why[k]); continue; }
         any = true;
         text(ctx, w[k].toFixed(2), x + cell / 2, y + cell / 2, {align: "center", base: "middle", font: SMALL,
-             colour: w[k] > 0.6 ? "#000" : "#fff"});
+             colour: w[k] > 0.45 ? "#000" : "#fff"});  // >= 4.5:1 on either side of viridis 0.45
       }
       if (!any) empty.push(tq[i]);
       text(ctx, tq[i], left - 6, top + (i + 0.5) * cell, {align: "right", base: "middle"});

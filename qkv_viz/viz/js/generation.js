@@ -8,6 +8,7 @@
 // h / (H / H_kv): weights = softmax(q . k / sqrt(d_k)) over tokens 0..t (no mask: the cache
 // holds only the past); output = heads @ W_o; logits = output @ E^T; after the prompt the
 // argmax is appended and fed back (qkv_viz.chapters.ch11_generation.generation.write).
+// Python may set step, head and n_kv_heads (fig.step = 4): sync() moves the controls and redraws.
 
 // (rows x inner) @ (inner x cols) -> rows x cols, all flat and row-major
 function matmul(a, b, rows, inner, cols) {
@@ -138,6 +139,7 @@ function render({model, el}) {
   head.value = String(model.get("head"));
   kv.value = String(model.get("n_kv_heads"));
   const readout = h("div", {class: "qkv-gen-readout", role: "status", style: "font-family:monospace;white-space:pre-wrap"});
+  const message = h("div", {class: "qkv-message", role: "status"});
   const cell = 34, left = 62, top = 50, cw = 15, gap = 8, rowH = 32;
   const block = dh * cw, cacheW = H * block + (H - 1) * gap;
   const wbar = left + Tmax * cell + 12;                       // the weights' colour bar
@@ -147,11 +149,11 @@ function render({model, el}) {
   el.append(h("div", {class: "qkv-figure qkv-generation"}, [
     h("div", {class: "qkv-row"}, [labelled("step: the new token", step), stepOut, next]),
     h("div", {class: "qkv-row"}, [labelled("query head", head), labelled("K/V heads", kv)]),
-    pic.canvas, readout,
+    message, pic.canvas, readout,
     h("div", {class: "qkv-hint", text: "Each step projects only the new token: its query (used once), one new row "
       + "of K and of V. Its output's logits choose the next word, which becomes the next step's token. "
       + "1 K/V head: both query heads read averaged keys and values."})]));
-  const s = {step: Number(step.value), head: Number(head.value), kv: Number(kv.value)};
+  const s = {step: model.get("step"), head: model.get("head"), kv: model.get("n_kv_heads")};  // checked by sync()
 
   function drawCache(ctx, values, x0, label, t, T, Hkv, maxAbs) {
     text(ctx, label, x0, top - 34, {font: BOLD});
@@ -278,17 +280,34 @@ function render({model, el}) {
               logits: new Float64Array(lg), cache_numbers: n, k_cache: st.k.slice(0, (t + 1) * Hkv * dh)};
   }
 
+  const TRAITS = [["step", "step"], ["head", "head"], ["n_kv_heads", "kv"]];
+  let saving = false;                    // our own model.set: not a change from Python
   function save() {
-    model.set("step", s.step); model.set("head", s.head); model.set("n_kv_heads", s.kv);
+    saving = true;
+    try { for (const [name, key] of TRAITS) model.set(name, s[key]); } finally { saving = false; }
     model.save_changes();
   }
-  step.addEventListener("input", () => { s.step = Number(step.value); update(); save(); });
-  next.addEventListener("click", () => {
-    s.step = (s.step + 1) % states[s.kv].T; step.value = String(s.step); update(); save();
-  });
-  head.addEventListener("change", () => { s.head = Number(head.value); update(); save(); });
-  kv.addEventListener("change", () => { s.kv = Number(kv.value); update(); save(); });
-  update();
+  function attempt(change) {
+    try { change(); update(); save(); setMessage(message, model.get("error") || "", Boolean(model.get("error"))); }
+    catch (err) { setMessage(message, `${err.message}. Showing the last valid picture.`); }
+  }
+  // The traits into the controls (checked first: a value the page cannot show changes nothing).
+  function sync() {
+    const [t, hd, g] = TRAITS.map(([name]) => model.get(name));
+    if (!kvChoices.includes(g)) throw new Error(`n_kv_heads must be one of ${kvChoices.join(", ")}, got ${g}`);
+    if (!Number.isInteger(hd) || hd < 0 || hd >= H) throw new Error(`head must be 0..${H - 1}, got ${hd}`);
+    const T = states[g].T, tt = g !== s.kv && Number.isInteger(t) ? Math.min(t, T - 1) : t;  // a shorter sentence: its last token
+    if (!Number.isInteger(tt) || tt < 0 || tt >= T) throw new Error(`step must be 0..${T - 1}, got ${t}`);
+    Object.assign(s, {step: tt, head: hd, kv: g});
+    [step.value, head.value, kv.value] = [String(tt), String(hd), String(g)];
+  }
+  step.addEventListener("input", () => attempt(() => { s.step = Number(step.value); }));
+  next.addEventListener("click", () => attempt(() => { s.step = (s.step + 1) % states[s.kv].T; step.value = String(s.step); }));
+  head.addEventListener("change", () => attempt(() => { s.head = Number(head.value); }));
+  kv.addEventListener("change", () => attempt(() => { s.kv = Number(kv.value); }));
+  for (const name of [...TRAITS.map(([trait]) => trait), "error"])
+    model.on(`change:${name}`, () => { if (!saving) attempt(sync); });
+  attempt(sync);
 }
 
 export default { render };

@@ -7,7 +7,8 @@
 // Hovering or focusing a token shows only its lines and lists its weights; a click (or
 // Enter / Space: the tokens are buttons) pins it, a second one unpins. The token in focus
 // is bold and boxed, not only tinted; the canvas's text alternative names each query's
-// strongest key. Nothing here needs Python.
+// strongest key. Nothing here needs Python; Python may set focus, the token names and the
+// title (fig.focus = 2), and sync() redraws for them.
 
 const HV_QUERY = "#D55E00", HV_KEY = "#0072B2", MAX_LINE = 7, FAINT = 0.06, PITCH = 26;
 const HV_TEXT = {q: "#A04000", k: "#005A8C"};       // the token names: darker, >= 4.5:1 on the tints
@@ -21,7 +22,8 @@ const HV_CSS = `
 .qkv-headview .qkv-hv-readout { font-size: 12px; color: #333; min-height: 1.4em; margin-top: 4px; }`;
 
 function render({model, el}) {
-  const tq = model.get("tokens_q"), tk = model.get("tokens_k"), T = tq.length, S = tk.length;
+  let tq = model.get("tokens_q"), tk = model.get("tokens_k");
+  const T = tq.length, S = tk.length;
   const w = asF64(model.get("weights"));
   const message = h("div", {class: "qkv-message", role: "status"});
   const readout = h("div", {class: "qkv-hv-readout", "aria-live": "polite"});
@@ -37,10 +39,10 @@ function render({model, el}) {
     style: `display:flex;flex-direction:column;padding-top:${4 + (n - count) * PITCH / 2}px;` +
            `align-items:${side === "q" ? "flex-end" : "flex-start"}`}, items);
   const head = (txt, align) => h("div", {style: `color:#555;font-size:12px;text-align:${align}`, text: txt});
-  const titleText = model.get("title");
+  let titleText = model.get("title");
+  const title = h("div", {class: "qkv-hv-title", style: "font-weight:bold"});
   const root = h("div", {class: "qkv-figure qkv-headview"}, [
-    h("style", {text: HV_CSS}),
-    ...(titleText ? [h("div", {style: "font-weight:bold", text: titleText})] : []),
+    h("style", {text: HV_CSS}), title,
     h("div", {class: "qkv-row qkv-top", style: "gap:0;flex-wrap:nowrap"}, [
       h("div", {}, [head("queries", "right"), column(qs, "q", T)]),
       h("div", {}, [head("\u00a0", "center"), lines.canvas]),
@@ -48,8 +50,7 @@ function render({model, el}) {
     readout, message]);
   el.append(root);
 
-  const pinnedStart = model.get("focus");
-  const s = {pinned: pinnedStart >= 0 && pinnedStart < T ? {side: "q", index: pinnedStart} : null, hover: null};
+  const s = {pinned: null, hover: null, focus: null};
   const yq = (i) => 4 + ((n - T) / 2 + i + 0.5) * PITCH, yk = (j) => 4 + ((n - S) / 2 + j + 0.5) * PITCH;
   const f2 = (x) => x.toFixed(2);
   const same = (a, b) => Boolean(a) && Boolean(b) && a.side === b.side && a.index === b.index;
@@ -108,8 +109,24 @@ function render({model, el}) {
   }
 
   function attempt(change) {
-    try { change(); draw(); setMessage(message, ""); }
-    catch (err) { setMessage(message, err.message); }
+    try { change(); draw(); setMessage(message, model.get("error") || "", Boolean(model.get("error"))); }
+    catch (err) { setMessage(message, `${err.message}. Showing the last valid picture.`); }
+  }
+
+  // The traits into the picture (checked first: a value it cannot show changes nothing).
+  function sync() {
+    const focus = model.get("focus"), q = model.get("tokens_q"), k = model.get("tokens_k");
+    if (!Number.isInteger(focus) || focus < -1 || focus >= T) throw new Error(`focus must be -1..${T - 1}, got ${focus}`);
+    for (const [name, list, n] of [["tokens_q", q, T], ["tokens_k", k, S]])
+      if (!Array.isArray(list) || list.length !== n || !list.every((t) => typeof t === "string"))
+        throw new Error(`${name} must be ${n} strings`);
+    [tq, tk, titleText] = [q, k, model.get("title")];
+    if (focus !== s.focus) s.pinned = focus >= 0 ? {side: "q", index: focus} : null;  // a pinned key stays
+    s.focus = focus;
+    for (const [buttons, names, side] of [[qs, tq, "query"], [ks, tk, "key"]])
+      buttons.forEach((b, i) => { b.textContent = names[i]; b.setAttribute("aria-label", `${side} ${i}: ${names[i]}`); });
+    title.textContent = titleText;
+    title.hidden = !titleText;
   }
   [[qs, "q"], [ks, "k"]].forEach(([buttons, side]) => buttons.forEach((b, index) => {
     const enter = () => attempt(() => { s.hover = {side, index}; });
@@ -120,10 +137,11 @@ function render({model, el}) {
     b.addEventListener("blur", leave);
     b.addEventListener("click", () => attempt(() => {
       s.pinned = same(s.pinned, {side, index}) ? null : {side, index};
-      if (side === "q") { model.set("focus", s.pinned ? index : -1); model.save_changes(); }
+      if (side === "q") { s.focus = s.pinned ? index : -1; model.set("focus", s.focus); model.save_changes(); }
     }));
   }));
-  attempt(() => {});
+  for (const name of ["focus", "tokens_q", "tokens_k", "title", "error"]) model.on(`change:${name}`, () => attempt(sync));
+  attempt(sync);
 }
 
 export default { render };

@@ -5,6 +5,8 @@
 // pairing): theta_i = base^(-2i/d_k); q turned to position m and k to position n, pair
 // (2i, 2i+1) by the angle m * theta_i (apply_rope); their dot product q_m . k_n (rope_dot);
 // the same number from the offset n - m alone (rope_dots_by_offset); the picture.
+// Python may set m, n, d_k, base, pair and lock (fig.m = 3): sync() moves the controls and
+// redraws; the lock moves n with m only for the sliders.
 
 const ROPE_D_KS = [2, 4, 8, 16, 32, 64];
 const ROPE_BASES = [10, 100, 1000, 10000, 100000, 1000000];
@@ -54,7 +56,7 @@ function render({model, el}) {
   const q = asF64(model.get("q")), k = asF64(model.get("k"));
   const tMax = model.get("t_max");
   const s = {m: model.get("m"), n: model.get("n"), dK: model.get("d_k"), base: model.get("base"),
-             pair: model.get("pair"), lock: model.get("lock")};
+             pair: model.get("pair"), lock: model.get("lock")};          // checked by sync()
   const slider = (cls, max, value, label) => rangeInput(cls, 0, max, 1, value, label);
   const mSlider = slider("qkv-rope-m", tMax - 1, s.m, "query position m");
   const nSlider = slider("qkv-rope-n", tMax - 1, s.n, "key position n");
@@ -215,15 +217,35 @@ function render({model, el}) {
               parts: r.parts.slice(), curve: Array.from(r.curve), offsets, angle: r.angle};
   }
 
+  const TRAITS = [["m", "m"], ["n", "n"], ["d_k", "dK"], ["base", "base"], ["pair", "pair"], ["lock", "lock"]];
+  let saving = false;                    // our own model.set: not a change from Python
   function save() {
-    for (const [key, value] of [["m", s.m], ["n", s.n], ["d_k", s.dK], ["base", s.base], ["pair", s.pair], ["lock", s.lock]])
-      model.set(key, value);
+    saving = true;
+    try { for (const [name, key] of TRAITS) model.set(name, s[key]); } finally { saving = false; }
     model.save_changes();
   }
 
   function attempt(change) {
-    try { change(); update(); save(); setMessage(message, ""); }
+    try { change(); update(); save(); setMessage(message, model.get("error") || "", Boolean(model.get("error"))); }
     catch (err) { setMessage(message, `${err.message}. Showing the last valid picture.`); }
+  }
+
+  // The traits into the controls (checked first: a value the page cannot show changes nothing).
+  function sync() {
+    const v = Object.fromEntries(TRAITS.map(([name, key]) => [key, model.get(name)]));
+    for (const key of ["m", "n"])
+      if (!Number.isInteger(v[key]) || v[key] < 0 || v[key] >= tMax) throw new Error(`${key} must be 0..${tMax - 1}, got ${v[key]}`);
+    if (!ROPE_D_KS.includes(v.dK)) throw new Error(`d_k must be one of ${ROPE_D_KS.join(", ")}, got ${v.dK}`);
+    if (q.length < v.dK || k.length < v.dK) throw new Error(`q and k need ${v.dK} numbers, got ${q.length} and ${k.length}`);
+    if (!ROPE_BASES.includes(v.base)) throw new Error(`base must be one of ${ROPE_BASES.join(", ")}, got ${v.base}`);
+    if (v.dK !== s.dK) v.pair = Math.min(v.pair, v.dK / 2 - 1);          // fewer pairs: the last one, as Python does
+    if (!Number.isInteger(v.pair) || v.pair < 0 || v.pair >= v.dK / 2) throw new Error(`pair must be 0..${v.dK / 2 - 1}, got ${v.pair}`);
+    Object.assign(s, v, {lock: Boolean(v.lock)});
+    [mSlider.value, nSlider.value] = [String(s.m), String(s.n)];
+    [dkSlider.value, baseSlider.value] = [String(ROPE_D_KS.indexOf(s.dK)), String(ROPE_BASES.indexOf(s.base))];
+    pairSlider.max = String(s.dK / 2 - 1);
+    pairSlider.value = String(s.pair);
+    lock.checked = s.lock;
   }
 
   function move(which, value) {          // a new m or n; with the lock, the other follows
@@ -247,10 +269,9 @@ function render({model, el}) {
   }));
   baseSlider.addEventListener("input", () => attempt(() => { s.base = ROPE_BASES[Number(baseSlider.value)]; }));
   pairSlider.addEventListener("input", () => attempt(() => { s.pair = Math.min(Number(pairSlider.value), s.dK / 2 - 1); }));
-  attempt(() => {
-    if (!ROPE_D_KS.includes(s.dK)) throw new Error(`d_k must be one of ${ROPE_D_KS.join(", ")}, got ${s.dK}`);
-    if (q.length < s.dK || k.length < s.dK) throw new Error(`q and k need ${s.dK} numbers, got ${q.length} and ${k.length}`);
-  });
+  for (const name of [...TRAITS.map(([trait]) => trait), "error"])
+    model.on(`change:${name}`, () => { if (!saving) attempt(sync); });
+  attempt(sync);
 }
 
 export default { render };

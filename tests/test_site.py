@@ -319,3 +319,31 @@ def test_figure_alt_says_what_the_code_draws():
         "from qkv_viz.chapters.ch04_scaling import figures\nfigures.variance_figure(d_ks, a, b);")])
     doc = build_site.plotting_docs(nb.cells[0].source, build_site.notebook_imports(nb))
     assert doc and doc[0].startswith("How does Var(q . k) grow with d_k?"), doc
+
+
+def test_axe_sees_a_violation_when_there_is_one(site, server, browser):
+    """The axe test can fail: pale grey text put on the index is found."""
+    from browser_harness import run_axe, serious
+
+    page = open_page(browser, f"{server}/index.html")
+    page.evaluate("""() => { const p = document.createElement('p'); p.textContent = 'too pale';
+                             p.style.color = '#bbbbbb'; document.querySelector('main').append(p); }""")
+    found = serious(run_axe(page))
+    assert any(line.startswith("color-contrast") for line in found), found
+    page.close()
+
+
+def test_the_skip_link_is_the_first_tab_stop_and_leads_to_the_chapter(site, server, browser):
+    out, _ = site
+    name = sorted(p.name for p in out.glob("[0-9]*.html"))[1]
+    page = open_page(browser, f"{server}/{name}")
+    hidden = page.locator("a.qkv-skip").bounding_box()
+    assert hidden["y"] + hidden["height"] <= 0, hidden  # off screen until focused
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.className") == "qkv-skip"
+    shown = page.locator("a.qkv-skip").bounding_box()
+    assert shown["y"] >= 0 and shown["height"] > 0, shown  # visible with the focus
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => location.hash === '#main'")
+    assert page.qkv_errors == [], page.qkv_errors
+    page.close()

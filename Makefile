@@ -69,7 +69,7 @@ ONE_THREAD := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 # notebook's cells, which nbval runs in order in one kernel) on one worker.
 test: env $(call EXTRA,test) classroom-deps browser-deps
 	$(ONE_THREAD) $(WRITE_BYTECODE) MPLBACKEND=Agg $(PY) -m pytest tests $(NOTEBOOKS) --nbval-lax \
-		--sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider -n 2 --dist loadfile
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider -n 2 --dist loadfile
 
 test-fast: env $(call EXTRA,test)
 	MPLBACKEND=Agg $(PY) -m pytest tests -m "not browser and not slow" -p no:cacheprovider

@@ -6,6 +6,8 @@
 // qkv_viz.core.attention.masked_softmax: shift by the largest ALLOWED score, exp, divide;
 // a row with no allowed key gets all zeros, never NaN). Hidden cells are hatched by the reason:
 // causal = '/', padding = '\\' (both, if both hide the cell), clicked = 'x'.
+// Python may set causal, n_real, clicked and the token labels (fig.n_real = 2): sync()
+// moves the controls and redraws.
 
 // weights[i, j] = mask[i, j] exp(s[i, j] - m_i) / sum_j' mask[i, j'] exp(s[i, j'] - m_i)
 function maskedSoftmaxRows(scores, mask, rows, cols) {
@@ -61,7 +63,7 @@ function hatch(ctx, x, y, w, hgt, why) {
 function render({model, el}) {
   const T = model.get("T"), S = model.get("S");
   const scores = asF64(model.get("scores")), lut = bytesOf(model.get("lut"));
-  const tq = model.get("tokens_q"), tk = model.get("tokens_k");
+  let tq = model.get("tokens_q"), tk = model.get("tokens_k");        // checked by sync()
   const causal = h("input", {type: "checkbox", class: "qkv-causal-box", "data-lm-suppress-shortcuts": "true"});
   causal.checked = model.get("causal");
   const real = rangeInput("qkv-real-slider", 0, S, 1, model.get("n_real"), "real keys (the rest is padding)");
@@ -80,7 +82,7 @@ function render({model, el}) {
     h("div", {class: "qkv-hint", text: "Click a cell to hide or show that key for that query "
       + "(or focus the picture, move with the arrow keys, press Enter)."})]);
   el.append(root);
-  const s = {causal: causal.checked, nReal: Number(real.value), clicked: Array.from(model.get("clicked"), Boolean)};
+  const s = {causal: causal.checked, nReal: Number(real.value), clicked: []};
   const cursor = {i: 0, j: 0};
 
   function update() {
@@ -117,9 +119,9 @@ function render({model, el}) {
     describe(pic.canvas, describeMasks(w, mask, why) + (focused
       ? `; cursor on query ${tq[cursor.i]}, key ${tk[cursor.j]} (Enter hides or shows it)` : ""));
     realOut.textContent = String(s.nReal);
-    setMessage(message, empty.length
+    setMessage(message, model.get("error") || (empty.length
       ? `fully masked row(s): ${empty.join(", ")}: no key allowed, so all weights are 0 (as masked_softmax gives, not NaN)`
-      : "every row sums to 1 over its allowed keys", false);
+      : "every row sums to 1 over its allowed keys"), Boolean(model.get("error")));
     el.qkv = {settings: {causal: s.causal, n_real: s.nReal}, mask: Array.from(mask), why: Array.from(why), weights: Array.from(w)};
   }
 
@@ -134,9 +136,31 @@ function render({model, el}) {
       + `${rows.join("; ")}. Hidden cells: ${count(1)} by the causal mask, ${count(2)} padding, ${count(4)} clicked`;
   }
 
+  let saving = false;                    // our own model.set: not a change from Python
   function save() {
-    model.set("causal", s.causal); model.set("n_real", s.nReal); model.set("clicked", s.clicked.map(Boolean));
+    saving = true;
+    try { model.set("causal", s.causal); model.set("n_real", s.nReal); model.set("clicked", s.clicked.slice()); }
+    finally { saving = false; }
     model.save_changes();
+  }
+
+  // The traits into the controls (checked first: a value the page cannot show changes nothing).
+  function sync() {
+    const nReal = model.get("n_real"), clicked = model.get("clicked");
+    const q = model.get("tokens_q"), k = model.get("tokens_k");
+    if (!Number.isInteger(nReal) || nReal < 0 || nReal > S) throw new Error(`n_real must be 0..${S}, got ${nReal}`);
+    if (!Array.isArray(clicked) || clicked.length !== T * S) throw new Error(`clicked must be ${T * S} booleans`);
+    for (const [name, xs, n] of [["tokens_q", q, T], ["tokens_k", k, S]])
+      if (!Array.isArray(xs) || xs.length !== n) throw new Error(`${name} must be ${n} labels, got ${JSON.stringify(xs)}`);
+    [tq, tk] = [q.map(String), k.map(String)];
+    Object.assign(s, {causal: Boolean(model.get("causal")), nReal, clicked: clicked.map(Boolean)});
+    causal.checked = s.causal;
+    real.value = String(nReal);
+  }
+
+  function attempt(change) {
+    try { change(); update(); }
+    catch (err) { setMessage(message, `${err.message}. Showing the last valid picture.`); }
   }
   causal.addEventListener("change", () => { s.causal = causal.checked; save(); update(); });
   real.addEventListener("input", () => { s.nReal = Number(real.value); save(); update(); });
@@ -162,7 +186,9 @@ function render({model, el}) {
   });
   pic.canvas.addEventListener("focus", update);
   pic.canvas.addEventListener("blur", update);
-  update();
+  for (const name of ["causal", "n_real", "clicked", "tokens_q", "tokens_k", "error"])
+    model.on(`change:${name}`, () => { if (!saving) attempt(sync); });
+  attempt(sync);
 }
 
 export default { render };

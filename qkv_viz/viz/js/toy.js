@@ -4,6 +4,7 @@
 // edit: scaled = factor * scores (factor = 1/sqrt(d_k) or 1), exp(scaled) as written
 // on paper (may overflow), weights from the stable softmax (shift by the maximum:
 // never overflows), output = weights @ v, the table and the bars (toy.py's toy_steps).
+// Python may set scores and scale (fig.scores = [1, 2, 3]): sync() moves the boxes and redraws.
 
 // A table cell: 3 decimals for ordinary numbers, 3 significant digits with an exponent
 // from 10^4 on (so 2.3e+15 never stretches the table), "inf (overflow)" past float64's range.
@@ -64,17 +65,37 @@ function render({model, el}) {
     el.qkv = {settings: {...s}, ...r};
   }
 
+  let saving = false;                    // our own model.set: not a change from Python
+  function save() {
+    saving = true;
+    try { model.set("scores", [...s.scores]); model.set("scale", s.scale); } finally { saving = false; }
+    model.save_changes();
+  }
+
   function attempt(change) {
-    try { change(); update(); setMessage(message, ""); }
+    try { change(); update(); setMessage(message, model.get("error") || "", Boolean(model.get("error"))); }
     catch (err) { setMessage(message, `${err.message}. Showing the last valid table.`); }
   }
+
+  // The traits into the boxes (checked first: a value the page cannot show changes nothing).
+  function sync() {
+    const xs = model.get("scores");
+    if (!Array.isArray(xs) || xs.length !== S || !xs.every(Number.isFinite))
+      throw new Error(`scores must be ${S} finite numbers, got ${JSON.stringify(xs)}`);
+    Object.assign(s, {scores: xs.slice(), scale: Boolean(model.get("scale"))});
+    const typed = (b) => { try { return parseNumber(b.value, ""); } catch { return NaN; } };
+    boxes.forEach((b, j) => { if (typed(b) !== s.scores[j]) b.value = String(s.scores[j]); });  // keep "1." as typed
+    scale.checked = s.scale;
+  }
+
   boxes.forEach((b, j) => b.addEventListener("input", () => attempt(() => {
-    const x = parseNumber(b.value, `q0.k${j}`);
-    s.scores[j] = x;
-    model.set("scores", [...s.scores]); model.save_changes();
+    s.scores[j] = parseNumber(b.value, `q0.k${j}`);
+    save();
   })));
-  scale.addEventListener("change", () => attempt(() => { s.scale = scale.checked; model.set("scale", s.scale); model.save_changes(); }));
-  attempt(() => {});
+  scale.addEventListener("change", () => attempt(() => { s.scale = scale.checked; save(); }));
+  for (const name of ["scores", "scale", "error"])
+    model.on(`change:${name}`, () => { if (!saving) attempt(sync); });
+  attempt(sync);
 }
 
 export default { render };

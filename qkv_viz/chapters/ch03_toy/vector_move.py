@@ -38,6 +38,8 @@ from qkv_viz.viz.traits import CheckedFigure, Whole, integer, labels, refuse
 
 Q_LIM = 3.0  # the query plane shows -3..3 (vector_move.js's Q_LIM)
 SHARE_COLOURS = ("#009E73", "#56B4E9", "#CC79A7")  # vector_move.js's first three: each value's colour
+SHARE_TEXT = ("#007A59", "#1F6E9E", "#A14A7F")  # their labels: the same hues darker, >= 4.5:1 on white (the JS's)
+Q_TEXT = "#A04000"  # the query's label, darker orange (vector_move.js's Q_TEXT)
 OUTPUT_COLOUR = "#000000"  # orange is the query's alone
 
 
@@ -140,12 +142,12 @@ class VectorMoveFigure(CheckedFigure):
             colour = SHARE_COLOURS[j % 3]
             left.arrow(0, 0, *k, color=colour, width=0.03, zorder=2, **arrow)
             left.annotate(f"k{j}", k, xytext=(6, -4) if j == same else (4, 4), ha="left",
-                          va="top" if j == same else "bottom", textcoords="offset points", color=colour,
+                          va="top" if j == same else "bottom", textcoords="offset points", color=SHARE_TEXT[j % 3],
                           fontweight="bold")
         left.annotate("q", q, xytext=(-8, 6), textcoords="offset points", ha="right", va="bottom",
-                      color=style.QUERY_COLOR, fontweight="bold")
+                      color=Q_TEXT, fontweight="bold")
         left.text(0.03, 0.03, f"q = ({q[0]:.1f}, {q[1]:.1f})" + (f" = k{same}" if same is not None else ""),
-                  transform=left.transAxes, color=style.QUERY_COLOR, fontweight="bold")
+                  transform=left.transAxes, color=Q_TEXT, fontweight="bold")
         left.set(xlim=(-Q_LIM, Q_LIM), ylim=(-Q_LIM, Q_LIM), title="the query among the keys")
         right.add_patch(Polygon(V, closed=True, facecolor="#000000", alpha=0.08, edgecolor="#999", lw=0.8))
         if len(V) == 3:  # name the triangle at its centre: every output lands inside it
@@ -154,7 +156,7 @@ class VectorMoveFigure(CheckedFigure):
         at = np.zeros(2)
         for j, v in enumerate(V):
             right.arrow(0, 0, *v, color=SHARE_COLOURS[j % 3], width=0.004, ls="--", **small)
-            right.annotate(f"v{j}", v, xytext=(4, 4), textcoords="offset points", color=SHARE_COLOURS[j % 3],
+            right.annotate(f"v{j}", v, xytext=(4, 4), textcoords="offset points", color=SHARE_TEXT[j % 3],
                            fontweight="bold")
             step = weights[j] * v  # (2,): this value's share of the output
             right.arrow(*at, *step, color=SHARE_COLOURS[j % 3], width=0.006 + 0.03 * weights[j], **small)
@@ -181,7 +183,7 @@ class VectorMoveFigure(CheckedFigure):
                 # moved right of the previous such label so two never overlap
                 x_label = max(min(max(start + w / 2, 0.04), 0.96), last_label + 0.11)
                 bar.text(x_label, 0.5, label, ha="center", va="bottom", clip_on=False,
-                         color=SHARE_COLOURS[j % 3], fontweight="bold", fontsize=style.FONT_PT - 1)
+                         color=SHARE_TEXT[j % 3], fontweight="bold", fontsize=style.FONT_PT - 1)
                 last_label = x_label
             start += w
         bar.set(xlim=(0, 1), ylim=(-0.4, 0.4), yticks=[], xticks=[])

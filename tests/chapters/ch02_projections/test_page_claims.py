@@ -30,13 +30,21 @@ def test_the_pages_projections_and_attention_equal_the_package(page):
     assert out.shape == (5, 4) and w.shape == (5, 5)  # d_v = 4 sets the output's width, d_k = 2 the scores'
 
 
-def test_the_verb_finds_its_subject_and_reading_is_one_way(page):
+def test_the_verb_finds_the_noun_that_can_act_and_reading_is_one_way(page):
     tokens = page["tokens"]
     i = tokens.index
     _, w = qv.scaled_dot_product_attention(page["Q"], page["K"], page["V"])
     assert w[i("chased")].argmax() == i("dog")
     assert w[i("ball")].argmax() == i("chased") and w[i("chased"), i("ball")] < 0.1
     np.testing.assert_allclose(w[i("the")], 0.2)  # a determiner asks nothing: it reads everyone equally
+
+
+def test_swapping_the_nouns_the_verb_reads_the_object(page):
+    """The page: in "the ball chased a dog" "chased" reads the object "dog" (0.81): the head looks for
+    the noun that can act, not the grammatical subject (no positions)."""
+    X = page["X"][[0, 4, 2, 3, 1]]  # the ball chased a dog
+    _, w = qv.scaled_dot_product_attention(X @ page["W_q"], X @ page["W_k"], X @ page["W_v"])
+    assert w[2].argmax() == 4 and round(w[2, 4], 2) == 0.81 and w[2, 1] < 0.1
 
 
 def test_without_projections_scores_are_symmetric_and_self_preferring(page):
@@ -77,10 +85,10 @@ def test_trained_pairs_are_far_from_tied_and_rank_is_at_most_dk():
 
 
 def test_the_pages_gradient_descent_learns_the_hand_written_rule(page):
-    """The training cell, run from the notebook: the verb ends up reading its subject, and the
+    """The training cell, run from the notebook: the verb ends up reading "dog", and the
     learned W_q W_k^T's largest entry is (action, animate), the rule the page wrote by hand."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
-    ns = dict(page, softmax=qv.softmax, i=page["tokens"].index, d_k=2, print=lambda *a, **k: None)
+    ns = dict(page, softmax=qv.softmax, index_of=page["tokens"].index, d_k=2, print=lambda *a, **k: None)
     exec(compile(next(s for s in cells if "W_q_learn -=" in s), str(NOTEBOOK), "exec"), ns)
     assert ns["w"][ns["dog"]] > 0.99
     features = ns["features"]

@@ -1,4 +1,6 @@
-"""Issue 24, item 3: the live figures of chapters 1, 3, 4, 7 and 9 in JupyterLab Dark.
+"""Issue 24, item 3: every live figure of the book in JupyterLab Dark (chapters 1, 3, 4, 7 and
+9's figures; the head view of chapters 0, 7 and 9, chapter 3's moving output, chapter 10's
+rotation and chapter 11's stepper).
 
 JupyterLab is switched to "JupyterLab Dark" (the command apputils:change-theme, as a
 reader does it from the Settings menu), then a notebook builds the figures as the
@@ -31,7 +33,18 @@ pytestmark = pytest.mark.browser
 
 ARTIFACTS = REPO / "artifacts" / "dark"
 DARK = "JupyterLab Dark"
-CHAPTERS = ("ch01", "ch03", "ch04", "ch07", "ch09")
+# The other figures, built as the chapters build them (the a11y tests' own sources cover the rest).
+SOURCES = {**SOURCES,
+           "headview": "import numpy as np\nfrom qkv_viz.viz.headview import head_view\n"
+                       "head_view(['the', 'river', 'bank', 'flooded'], np.array([[.4, .3, .2, .1], [.1, .5, .3, .1], "
+                       "[.05, .7, .15, .1], [.2, .2, .5, .1]]), focus=2, title='layer 2 head 0')",
+           "ch03_move": "from qkv_viz.chapters.ch03_toy.vector_move import vector_move\nvector_move()",
+           "ch10": "from qkv_viz.chapters.ch10_positions.widget import rope_widget\nrope_widget()",
+           "ch11": "from qkv_viz.chapters.ch11_generation.widget import generation_widget\n"
+                   "generation_widget(step=4, head=1, n_kv_heads=2)"}
+ROOTS = {**ROOTS, "headview": ".qkv-headview", "ch03_move": ".qkv-vector-move", "ch10": ".qkv-rope",
+         "ch11": ".qkv-generation"}
+CHAPTERS = ("ch01", "ch03", "ch04", "ch07", "ch09", "headview", "ch03_move", "ch10", "ch11")
 # tall enough for the tallest figure (chapter 9's 12 heads): a screenshot shows only what is on screen
 
 THEME_JS = """async (theme) => {

@@ -60,7 +60,7 @@ def demo_library() -> Library:
                      [1.5, -0.5],   # AI, a little "anti-food"
                      [0.0, 2.0],    # pure food
                      [1.2, 1.2],    # both
-                     [-1.0, -0.5]])  # neither
+                     [-1.0, -0.5]])  # anti-AI, a little anti-food
     values = np.array([[0.9, 0.0, 0.1],
                        [0.8, 0.0, 0.2],
                        [0.0, 0.9, 0.1],

@@ -45,9 +45,9 @@ def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=Non
         y0 = 2.6 * (len(pairs) - 1 - row)          # fast pairs on top, each curve in its own band
         lines.append(axs[0].plot(np.arange(T), P[:, 2 * i] + y0, "-", lw=1.4,
                                  color=colours[row % 4])[0])
-        axs[0].text(T * 1.02, y0, f"$p_{{m,{2 * i}}}$\nθ = {th:.2g}", va="center", ha="left",
+        axs[0].text(T * 1.02, y0, f"pair {i}\nθ = {th:.2g}", va="center", ha="left",
                     fontsize=style.MIN_FONT_PT + 1, color=colours[row % 4])
-    axs[0].set(xlabel="position m", yticks=[], xlim=(0, T - 1),
+    axs[0].set(xlabel="position m", ylabel="sin $m\\theta_i$ (curves offset)", yticks=[], xlim=(0, T - 1),
                title=f"$p_m$: the sine of {len(pairs)} pairs")
     axs[0].spines["left"].set_visible(False)
     lo = min(float(G.min()) for G in grams)

@@ -28,6 +28,9 @@ def test_sinusoids_left_panel_draws_chosen_coordinates_as_curves_and_the_cosines
         np.testing.assert_allclose(off, off[0])
     assert offsets[0][0] > offsets[1][0] + 2          # bands do not overlap (values in -1..1)
     np.testing.assert_allclose(lines[0].get_xdata(), np.arange(20))
+    left = plt.gcf().axes[0]                          # curves labelled by pair, as the title says
+    assert [t.get_text().split("\n")[0] for t in left.texts] == ["pair 0", "pair 2"]
+    assert "theta_i" in left.get_ylabel()
     np.testing.assert_allclose(im2.get_array(), P @ P.T / 4)          # |p_m|^2 = d_model / 2
     U = learned / np.linalg.norm(learned, axis=1, keepdims=True)
     np.testing.assert_allclose(im3.get_array(), U @ U.T)

@@ -111,7 +111,7 @@ def test_the_stepper_model_is_the_pages_model():
 
 
 def test_the_writer_only_works_for_its_prompt():
-    """'start it at *on* and the message, spread over one token only, wins too early (*on mat mat .*)'"""
+    """'started at *on*, the message, spread over one token only, wins too early' (the page prints *on mat mat .*)"""
     from qkv_viz.chapters.ch11_generation.generation import VOCAB, hand_built_model, write
 
     E, params = hand_built_model()

@@ -61,4 +61,6 @@ def check_water_query(guess, W_q_water) -> Feedback:
     if guess == top:
         return Feedback(True, f'{found} Why does it still gather more money than water? Think, then open '
                               '"What happened".')
-    return Feedback(False, f'Your matrix is right, your guess is not: {found} Then read "What happened".')
+    return Feedback(False, f'Your matrix is right, your guess "{guess}" is not. Look at the water column of '
+                           'the sentence\'s rows: with the noun row (2, 0) the query of "bank" asks only for water, '
+                           'so the words with no water all score the same. Change the guess and run the cell again.')

@@ -28,9 +28,12 @@ def test_each_wrong_matrix_is_named(W, words):
     assert not fb and not fb.pending and words in fb.message, fb.message
 
 
-def test_a_wrong_guess_with_a_right_matrix_shows_the_row_without_praise():
-    fb = ch00.check_water_query("rates", sol.W_Q_WATER)
-    assert not fb and "your guess is not" in fb.message and "bank 0.37" in fb.message
+def test_a_wrong_guess_with_a_right_matrix_points_to_the_water_column_without_the_answer():
+    for wrong in ("rates", "the", "raised"):
+        fb = ch00.check_water_query(wrong, sol.W_Q_WATER)
+        assert not fb and "is not" in fb.message and "water column" in fb.message, fb.message
+        assert sol.GUESS not in fb.message.replace('"bank" asks', "")  # the answer is not printed
+        assert "0." not in fb.message  # nor any weight
     assert not ch00.check_water_query("river", sol.W_Q_WATER)  # not a word of the sentence
     assert "one of the sentence's words" in ch00.check_water_query("river", sol.W_Q_WATER).message
 

@@ -53,10 +53,11 @@ def plot_split(n_heads: int = 2, d_head: int = 2, wrong: bool = False, ax=None, 
     return im, texts
 
 
-def plot_weight_maps(maps, tokens, axes, hatch="////"):
+def plot_weight_maps(maps, tokens, axes, hatch="////", fmt=".2f"):
     """Section 5's panels: one attention map per entry of ``maps`` (name -> (weights (T, S),
     mask (T, S) bool, True = may look, caption)), token names on both axes, hidden cells
-    hatched, the name and caption as the panel's title, "keys" under each map. Returns the images (one per panel)."""
+    hatched, each visible cell's weight written in it (``fmt``), the name and caption as the
+    panel's title, "keys" under each map. Returns the images (one per panel)."""
     import matplotlib.pyplot as plt
     from matplotlib.collections import PatchCollection
 
@@ -74,6 +75,12 @@ def plot_weight_maps(maps, tokens, axes, hatch="////"):
                                         colorbar=False, title=f"{name}\n{caption}"))
         hidden = [plt.Rectangle((j - 0.5, i - 0.5), 1, 1) for i, j in np.argwhere(~mask)]
         ax.add_collection(PatchCollection(hidden, facecolor="none", edgecolor="0.75", hatch=hatch, lw=0))
+        image, weights = images[-1], np.asarray(weights)
+        for i, j in np.argwhere(mask):                     # the numbers, on the visible cells only
+            r, g, b = image.cmap(image.norm(weights[i, j]))[:3]
+            ax.text(j, i, format(weights[i, j], fmt), ha="center", va="center",
+                    fontsize=style.ANNOTATION_PT,
+                    color="black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white")
         ax.title.set_fontsize(style.ANNOTATION_PT)
         ax.set_xlabel("keys")
         spec = ax.get_subplotspec()

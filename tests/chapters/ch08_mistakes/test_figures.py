@@ -41,6 +41,8 @@ def test_plot_weight_maps_hatches_the_hidden_cells_and_captions_each_panel():
         hatched = [c for c in ax.collections if isinstance(c, PatchCollection)]
         assert len(hatched) == 1 and len(hatched[0].get_paths()) == int((~mask).sum())
         assert ax.get_title() == f"{name}\n{caption}" and ax.get_xlabel() == "keys"
+        written = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}
+        assert written == {(i, j): f"{np.eye(3)[i, j]:.2f}" for i, j in np.argwhere(mask)}   # visible cells only
     assert axes[1].get_ylabel() == ""
     with pytest.raises(ValueError, match="need an axis per map"):
         plot_weight_maps(maps, ["x", "y", "z"], axes[:1])

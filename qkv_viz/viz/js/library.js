@@ -8,6 +8,24 @@
 const KEY_COLOUR = "#0072B2", QUERY_COLOUR = "#D55E00";
 const QUERY_TEXT = "#A34700";   // the query's orange, darkened for text: 6:1 on white (#D55E00 is 3.9:1)
 
+// Where a key's label of w x h pixels goes (its centre): beyond the arrow's tip, along the arrow
+// (origin -> tip, canvas points), if it fits inside the plot box; else just above (or below) the
+// tip, slid sideways into the box; never on the frame.
+function keyLabelCentre(origin, tip, w, h, box, gap = 6) {
+  const a = Math.atan2(tip[1] - origin[1], tip[0] - origin[0]);
+  const minX = box.x + w / 2 + 2, maxX = box.x + box.w - w / 2 - 2;
+  const minY = box.y + h / 2 + 2, maxY = box.y + box.h - h / 2 - 2;
+  const fits = ([x, y]) => x >= minX && x <= maxX && y >= minY && y <= maxY;
+  const slide = (x) => Math.min(Math.max(x, minX), maxX);
+  const up = Math.sin(a) <= 0;  // the arrow points up the screen
+  const candidates = [
+    [tip[0] + Math.cos(a) * (w / 2 + gap), tip[1] + Math.sin(a) * (h / 2 + gap)],
+    [slide(tip[0]), tip[1] + (up ? -1 : 1) * (h / 2 + gap)],
+    [slide(tip[0]), tip[1] + (up ? 1 : -1) * (h / 2 + gap)]];
+  for (const c of candidates) if (fits(c)) return c;
+  return [slide(candidates[0][0]), Math.min(Math.max(candidates[0][1], minY), maxY)];
+}
+
 function render({model, el}) {
   const titles = model.get("titles"), nBooks = titles.length;
   const keys = asF64(model.get("book_keys")), values = asF64(model.get("book_values"));
@@ -74,7 +92,10 @@ function render({model, el}) {
     for (let b = 0; b < nBooks; b++) {
       const kx = keys[b * dK], ky = keys[b * dK + 1];
       arrow(kx, ky, KEY_COLOUR, 1.6, []);  // one width for every key: the weight is written at the tip
-      text(ctx, `${b}: ${r.weights[b].toFixed(2)}`, X(kx) + 6, Y(ky) - 6, {font: BOLD, colour: KEY_COLOUR});
+      const label = `${b}: ${r.weights[b].toFixed(2)}`;
+      ctx.font = BOLD;
+      const [lx, ly] = keyLabelCentre([X(0), Y(0)], [X(kx), Y(ky)], ctx.measureText(label).width, 12, box);
+      text(ctx, label, lx, ly, {align: "center", base: "middle", font: BOLD, colour: KEY_COLOUR});
     }
     arrow(s.query[0], s.query[1], QUERY_COLOUR, 2, [5, 3]);
     text(ctx, "query", X(s.query[0]) - 4, Y(s.query[1]) - 8, {align: "right", font: BOLD, colour: QUERY_TEXT});

@@ -26,14 +26,10 @@ import pytest
 
 from browser_harness import lab_browser, lab_server, one_cell_notebook, run_axe, serious, static_page
 from test_browser import _need_browser
+from test_browser_headview import TOKENS, W  # the head view's toy: river bank, four tokens
 
 pytestmark = pytest.mark.browser
 
-TOKENS = ["the", "river", "bank", "flooded"]
-W = np.array([[0.40, 0.30, 0.20, 0.10],
-              [0.10, 0.50, 0.30, 0.10],
-              [0.05, 0.70, 0.15, 0.10],
-              [0.20, 0.20, 0.50, 0.10]])
 DARK = "background:#111;color:#ddd;color-scheme:dark"   # what JupyterLab Dark puts around an output
 
 # The figure's controls in document order, and what Tab reaches from #before until #after.

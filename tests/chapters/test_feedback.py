@@ -167,6 +167,29 @@ def test_a_function_that_changes_its_inputs_is_judged_on_what_it_returns():
     assert not fb and "differs" in fb.message and "Side note" in fb.message
 
 
+class Loss:
+    """A callable object (no __eq__ of its own): its deepcopy is another object."""
+    def __init__(self, target):
+        self.target = target
+
+    def __call__(self, x):
+        return float(((x - self.target) ** 2).sum())
+
+
+def test_a_callable_or_plain_object_argument_is_not_called_changed():
+    def grad(loss, x):  # finite differences: uses loss, changes nothing
+        return np.array([(loss(x + e) - loss(x - e)) / 2e-6 for e in 1e-6 * np.eye(len(x))])
+    cases = [(Loss(np.ones(3)), np.zeros(3))]
+    fb = check_function(grad, grad, cases, name="grad")
+    assert fb and "Side note" not in fb.message, fb.message
+
+    def grad_and_edit(loss, x):
+        loss.target += 1.0  # a real in-place change of a plain object's field
+        return grad(Loss(loss.target - 1.0), x)
+    fb = check_function(grad_and_edit, grad, [(Loss(np.ones(3)), np.zeros(3))], name="grad")
+    assert fb and "Side note" in fb.message and "`loss`" in fb.message, fb.message
+
+
 def test_a_reference_that_mutates_cannot_fool_the_reader():
     def ref_mutating(x):
         out = _ref(x)

@@ -28,6 +28,7 @@ import pytest
 from browser_harness import REPO, lab_browser, lab_server, one_cell_notebook
 from test_browser import _need_browser
 from test_browser_a11y_a import ROOTS, SOURCES
+from test_browser_headview import TOKENS, W  # the head view's toy: river bank, four tokens
 
 pytestmark = pytest.mark.browser
 
@@ -36,8 +37,7 @@ DARK = "JupyterLab Dark"
 # The other figures, built as the chapters build them (the a11y tests' own sources cover the rest).
 SOURCES = {**SOURCES,
            "headview": "import numpy as np\nfrom qkv_viz.viz.headview import head_view\n"
-                       "head_view(['the', 'river', 'bank', 'flooded'], np.array([[.4, .3, .2, .1], [.1, .5, .3, .1], "
-                       "[.05, .7, .15, .1], [.2, .2, .5, .1]]), focus=2, title='layer 2 head 0')",
+                       f"head_view({TOKENS!r}, np.array({W.tolist()!r}), focus=2, title='layer 2 head 0')",
            "ch03_move": "from qkv_viz.chapters.ch03_toy.vector_move import vector_move\nvector_move()",
            "ch10": "from qkv_viz.chapters.ch10_positions.widget import rope_widget\nrope_widget()",
            "ch11": "from qkv_viz.chapters.ch11_generation.widget import generation_widget\n"

@@ -45,3 +45,29 @@ def test_bench_book_prints_one_line_per_chapter_and_the_total(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("BENCH book_chapter chapter=00 seconds=")
     assert lines[1].startswith("BENCH book seconds=") and "notebooks=1" in lines[1] and "goal_s=45" in lines[1]
+
+
+def test_two_at_a_time_runs_every_notebook_in_its_own_kernel(tmp_path):
+    runner = _load(ROOT / "scripts" / "run_notebooks.py", "run_notebooks")
+    paths, markers = [], []
+    for name in ("00_a", "01_b", "02_c"):
+        folder = tmp_path / name
+        folder.mkdir()
+        markers.append(folder / "marker.txt")
+        paths.append(str(_notebook(folder, markers[-1])))
+    seconds, wall = runner.run_all(paths, jobs=2, write=True, report=lambda line: None)
+    assert list(seconds) == paths and all(s > 0 for s in seconds.values()) and wall > 0
+    assert all(m.read_text() == "ran" for m in markers)
+    assert all(nbformat.read(p, as_version=4).cells[0].outputs[0]["text"] == "hello\n" for p in paths)
+
+
+def test_a_failing_notebook_is_reported_with_its_error(tmp_path):
+    runner = _load(ROOT / "scripts" / "run_notebooks.py", "run_notebooks")
+    good = _notebook(tmp_path, tmp_path / "marker.txt")
+    bad = tmp_path / "01_bad.ipynb"
+    nb = nbformat.read(good, as_version=4)
+    nb.cells[0].source = "raise ValueError('d_k must be positive')"
+    nbformat.write(nb, bad)
+    import pytest
+    with pytest.raises(RuntimeError, match="d_k must be positive"):
+        runner.run_all([str(good), str(bad)], jobs=2, write=False, report=lambda line: None)

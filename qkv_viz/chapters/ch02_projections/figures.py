@@ -4,8 +4,6 @@
   every entry written in its cell.
 - ``frame_row_max``: frame each row's largest score on a heatmap.
 - ``asymmetry``: how far W_q W_k^T is from symmetric (a number, for the tests and exercises).
-- ``plot_query_geometry``: tokens in the plane, their keys and one query as
-  arrows, each key labelled with its score q . k (why W_q changes who is read).
 
 Each takes ``ax=None``, returns the artists it drew and never calls
 ``plt.show()``. Colours follow the book's roles (``qkv_viz.viz.style``):
@@ -79,65 +77,6 @@ def plot_token_to_qkv(x, W_q, W_k, W_v, ax=None, token: str = "token 0", decimal
         left += slot + gap
     ax.set(xlim=(min(-0.2, x_left - 2.6), total + 0.2), ylim=(-1.9, top + 1.2), aspect="equal")
     ax.axis("off")
-    return artists
-
-
-def _beyond_tip(ax, tip, text, color, bold=False):
-    """``text`` just beyond an arrow's tip, growing away from the origin."""
-    u = np.asarray(tip, dtype=float) / (np.linalg.norm(tip) or 1.0)
-    ha = "left" if u[0] > 0.35 else "right" if u[0] < -0.35 else "center"
-    va = "bottom" if u[1] > 0.35 else "top" if u[1] < -0.35 else "center"
-    return ax.annotate(text, tuple(tip), xytext=tuple(6 * u), textcoords="offset points", ha=ha,
-                       va=va, color=color, fontsize=style.FONT_PT,
-                       fontweight="bold" if bold else "normal")
-
-
-def plot_query_geometry(X, W_q=None, W_k=None, query: int = 0, ax=None, tokens=None):
-    """2-D tokens X (T, 2): keys k_j = x_j W_k (blue) and one query q = x_query W_q (vermillion).
-
-    ``W_q``/``W_k`` default to the identity (no projection). Each key is labelled
-    with its score q . k_j; the best key's label is bold. Returns the artists
-    (key arrows, key labels, the query arrow, its label).
-    """
-    X = as_array("X", X, ndim=2)
-    if X.shape[1] != 2:
-        raise ValueError(f"X must be (T, 2) to be drawn in the plane, got shape {X.shape}")
-    eye = np.eye(2)
-    W_q = eye if W_q is None else as_array("W_q", W_q, ndim=2)
-    W_k = eye if W_k is None else as_array("W_k", W_k, ndim=2)
-    for name, W in (("W_q", W_q), ("W_k", W_k)):
-        if W.shape != (2, 2):
-            raise ValueError(f"{name} must be (2, 2) here, got shape {W.shape}")
-    T = X.shape[0]
-    if not 0 <= query < T:
-        raise ValueError(f"query must be in 0..{T - 1}, got {query}")
-    tokens = [f"token {j}" for j in range(T)] if tokens is None else [str(t) for t in tokens]
-    if len(tokens) != T:
-        raise ValueError(f"tokens has {len(tokens)} labels but X has {T} rows")
-    K = X @ W_k             # (T, 2) @ (2, 2) -> (T, 2)
-    q = X[query] @ W_q      # (2,) @ (2, 2) -> (2,)
-    scores = K @ q          # (T, 2) @ (2,) -> (T,)
-    if ax is None:
-        _, ax = plt.subplots(figsize=style.figsize(0.5, 0.9))
-    artists, best = [], int(np.argmax(scores))
-    # the query first, wide and pale, so a key lying on it is still seen on top of it
-    query_arrow = ax.annotate("", q, (0, 0), arrowprops=dict(
-        arrowstyle="-|>", color=style.QUERY_COLOR, lw=6, alpha=0.45, mutation_scale=22))
-    for j, (k, s) in enumerate(zip(K, scores)):
-        artists.append(ax.annotate("", k, (0, 0), arrowprops=dict(
-            arrowstyle="-|>", color=style.KEY_COLOR, lw=1.6)))
-        artists.append(_beyond_tip(ax, k, f"k {j}: q·k = {s:.2f}", style.KEY_COLOR,
-                                   bold=j == best))
-    artists.append(query_arrow)
-    normal = np.array([-q[1], q[0]]) / (np.linalg.norm(q) or 1.0)  # left of the query arrow
-    artists.append(ax.annotate(f"q of {tokens[query]}", q * 0.5, xytext=tuple(14 * normal),
-                               textcoords="offset points", ha="center", va="center",
-                               color=style.QUERY_COLOR, fontsize=style.FONT_PT, fontweight="bold"))
-    reach = 1.7 * max(np.abs(K).max(), np.abs(q).max())
-    ax.set(xlim=(-reach, reach), ylim=(-reach, reach), aspect="equal")
-    ax.axhline(0, color="0.85", lw=0.8, zorder=0)
-    ax.axvline(0, color="0.85", lw=0.8, zorder=0)
-    ax.set_axis_off()
     return artists
 
 

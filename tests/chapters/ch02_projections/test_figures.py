@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from qkv_viz.chapters.ch02_projections.figures import plot_query_geometry, plot_token_to_qkv  # noqa: E402
+from qkv_viz.chapters.ch02_projections.figures import plot_token_to_qkv  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -35,24 +35,6 @@ def test_token_to_qkv_names_a_shape_mismatch():
         plot_token_to_qkv(np.ones(4), np.ones((4, 2)), np.ones((3, 2)), np.ones((4, 2)))
 
 
-def test_query_geometry_labels_each_key_with_its_score():
-    X = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.5]])
-    turn = np.array([[0.0, 1.0], [-1.0, 0.0]])  # x @ turn rotates by +90 degrees
-    artists = plot_query_geometry(X, W_q=turn, query=0)
-    labels = [a for a in artists if isinstance(a, matplotlib.text.Text) and a.get_text().startswith("k ")]
-    scores = (X @ turn)[0] @ X.T  # the query of token 0 against the keys (W_k = identity)
-    assert [t.get_text() for t in labels] == [f"k {j}: q·k = {s:.2f}" for j, s in enumerate(scores)]
-    bold = [t.get_text() for t in labels if t.get_fontweight() == "bold"]
-    assert bold == [labels[int(np.argmax(scores))].get_text()]
-
-
-def test_query_geometry_refuses_non_planar_tokens():
-    with pytest.raises(ValueError, match=r"X must be \(T, 2\)"):
-        plot_query_geometry(np.ones((3, 3)))
-    with pytest.raises(ValueError, match="query must be in 0..1"):
-        plot_query_geometry(np.ones((2, 2)), query=2)
-
-
 def test_frame_row_max_frames_each_rows_largest_cell():
     from qkv_viz.chapters.ch02_projections.figures import frame_row_max
     scores = np.array([[0.0, 3.0, 1.0], [5.0, 0.0, 1.0]])
@@ -69,15 +51,6 @@ def test_frame_row_max_frames_every_tied_maximum_and_no_flat_row():
     ax.imshow(scores)
     frames = frame_row_max(scores, ax=ax)
     assert [(r.get_x() + 0.5, r.get_y() + 0.5) for r in frames] == [(0.0, 0.0), (2.0, 0.0)]
-
-
-def test_query_geometry_draws_the_query_under_the_keys():
-    X = np.array([[1.0, 0.0], [0.0, 1.0]])
-    _, ax = plt.subplots()
-    artists = plot_query_geometry(X, ax=ax)  # no projection: the query lies exactly on key 0
-    arrows = [a for a in ax.texts if a.get_text() == "" and hasattr(a, "arrow_patch")]
-    assert arrows[0].arrow_patch.get_alpha() < 0.6  # the first drawn, pale: the query
-    assert artists[-2] is arrows[0]
 
 
 def test_asymmetry_is_zero_for_tied_and_about_one_for_random_projections():

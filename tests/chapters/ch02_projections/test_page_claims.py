@@ -106,3 +106,14 @@ def test_overlapping_features_still_leave_each_token_most_like_itself():
         S = X @ X.T
         assert S.min() > 0  # the tokens do overlap
         assert np.array_equal(S.argmax(axis=1), np.arange(5))
+
+
+def test_the_pages_rank_claim_on_its_own_toy(page):
+    """The page prints rank(W_q W_k^T) = rank(Q K^T) = d_k = 2 and says the columns thing and
+    determiner of M are zero: no query can find a token by those features."""
+    W_q, W_k, X = page["W_q"], page["W_k"], page["X"]
+    M = W_q @ W_k.T
+    assert np.linalg.matrix_rank(M) == np.linalg.matrix_rank((X @ W_q) @ (X @ W_k).T) == W_q.shape[1] == 2
+    features = page["features"]
+    assert np.all(M[:, features.index("thing")] == 0) and np.all(M[:, features.index("determiner")] == 0)
+    assert M[features.index("action")].argmax() == features.index("animate")

@@ -19,15 +19,19 @@ const asF32 = (view) => new Float32Array(bytesOf(view).buffer);
 
 // ---------------------------------------------------------------- maths
 // weights[i, :] = softmax((scores[i, :] - max_j scores[i, j]) / temperature)   (rows x cols)
-function softmaxRows(scores, rows, cols, temperature, out) {
-  const w = out || new Float64Array(rows * cols);
+// With a mask (rows x cols, 1 = may attend), core.attention.masked_softmax: the maximum and the
+// sum run over the allowed keys only, a hidden key gets weight 0, a row with no allowed key all
+// zeros (never NaN).
+function softmaxRows(scores, rows, cols, temperature = 1, mask = null) {
+  const w = new Float64Array(rows * cols);
   for (let i = 0; i < rows; i++) {
     const o = i * cols;
     let m = -Infinity;
-    for (let j = 0; j < cols; j++) if (scores[o + j] > m) m = scores[o + j];
+    for (let j = 0; j < cols; j++) if ((!mask || mask[o + j]) && scores[o + j] > m) m = scores[o + j];
+    if (mask && m === -Infinity) continue;                  // fully masked row: zeros
     let total = 0;
     for (let j = 0; j < cols; j++) {
-      const e = Math.exp((scores[o + j] - m) / temperature);  // exponent <= 0: never overflows
+      const e = !mask || mask[o + j] ? Math.exp((scores[o + j] - m) / temperature) : 0;  // exponent <= 0: never overflows
       w[o + j] = e;
       total += e;
     }
@@ -227,6 +231,42 @@ function fmt(x, digits = 3) {       // like Python's :.3g, without the exponent'
 function setMessage(node, message, isError = true) {
   node.textContent = message ? (isError ? "\u26a0 " : "") + message : "";
   node.classList.toggle("qkv-error", Boolean(message) && isError);
+}
+
+// ---------------------------------------------------------------- events and traits
+// attempt = attempter(message, redraw, {what, model, note}): every change of a figure runs as
+// attempt(change). change() moves the figure's settings and throws an Error naming a value the
+// figure cannot show; redraw() draws them. If either throws, the message line says
+// "<error>. Showing the last valid <what>." and the picture is the last one drawn. After a
+// good change the line shows Python's `error` (red; traits.py puts a value it refused there and
+// sends the last good one back) when `model` is given and it is set, else note() as plain text
+// ("" clears the line); note: null leaves the line to redraw().
+function attempter(message, redraw, {what = "picture", model = null, note = () => ""} = {}) {
+  return (change) => {
+    try {
+      change();
+      redraw();
+      const error = model ? model.get("error") : "";
+      if (error) setMessage(message, error);
+      else if (note) setMessage(message, note(), false);
+    } catch (err) {
+      setMessage(message, `${err.message}. Showing the last valid ${what}.`);
+    }
+  };
+}
+
+// save = linkTraits(model, names, fromPython): fromPython() runs when one of the traits `names`
+// changes from Python (a cell sets fig.step = 3, or traits.py sends a good value back), never
+// for the figure's own changes: save({trait: value, ...}) sets those traits with their change
+// events ignored, then sends them to Python in one save_changes().
+function linkTraits(model, names, fromPython) {
+  let saving = false;                    // our own model.set: not a change from Python
+  for (const name of names) model.on(`change:${name}`, () => { if (!saving) fromPython(); });
+  return (values) => {
+    saving = true;
+    try { for (const [name, value] of Object.entries(values)) model.set(name, value); } finally { saving = false; }
+    model.save_changes();
+  };
 }
 
 // Parse a typed number; throws an Error naming the control.

@@ -289,15 +289,7 @@ function render({model, el}) {
   }
 
   // ---- events: validate each control on its own; a bad value keeps the last good picture
-  function attempt(change) {
-    try {
-      change();
-      update();
-      setMessage(message, "");
-    } catch (err) {
-      setMessage(message, `${err.message}. Showing the last valid settings.`);
-    }
-  }
+  const attempt = attempter(message, update, {what: "settings"});
   function sync(name, value) {
     model.set(name, value);
     model.save_changes();

@@ -281,16 +281,9 @@ function render({model, el}) {
   }
 
   const TRAITS = [["step", "step"], ["head", "head"], ["n_kv_heads", "kv"]];
-  let saving = false;                    // our own model.set: not a change from Python
-  function save() {
-    saving = true;
-    try { for (const [name, key] of TRAITS) model.set(name, s[key]); } finally { saving = false; }
-    model.save_changes();
-  }
-  function attempt(change) {
-    try { change(); update(); save(); setMessage(message, model.get("error") || "", Boolean(model.get("error"))); }
-    catch (err) { setMessage(message, `${err.message}. Showing the last valid picture.`); }
-  }
+  const send = linkTraits(model, [...TRAITS.map(([name]) => name), "error"], () => attempt(sync));
+  const save = () => send(Object.fromEntries(TRAITS.map(([name, key]) => [name, s[key]])));
+  const attempt = attempter(message, () => { update(); save(); }, {model});
   // The traits into the controls (checked first: a value the page cannot show changes nothing).
   function sync() {
     const [t, hd, g] = TRAITS.map(([name]) => model.get(name));
@@ -305,8 +298,6 @@ function render({model, el}) {
   next.addEventListener("click", () => attempt(() => { s.step = (s.step + 1) % states[s.kv].T; step.value = String(s.step); }));
   head.addEventListener("change", () => attempt(() => { s.head = Number(head.value); }));
   kv.addEventListener("change", () => attempt(() => { s.kv = Number(kv.value); }));
-  for (const name of [...TRAITS.map(([trait]) => trait), "error"])
-    model.on(`change:${name}`, () => { if (!saving) attempt(sync); });
   attempt(sync);
 }
 

@@ -66,10 +66,7 @@ function render({model, el}) {
               weights: weights.subarray(shown * H * T * T, (shown + 1) * H * T * T)};
   }
 
-  function attempt(change) {
-    try { change(); draw(); setMessage(message, model.get("error") || `${data.T} tokens`, Boolean(model.get("error"))); }
-    catch (err) { setMessage(message, `${err.message}. Showing the last valid picture.`); }
-  }
+  const attempt = attempter(message, draw, {model, note: () => `${data.T} tokens`});
   layer.addEventListener("input", () => attempt(() => {
     shown = parseNumber(layer.value, "layer", {integer: true, min: 0, max: data.L - 1});
     model.set("layer", shown); model.save_changes();

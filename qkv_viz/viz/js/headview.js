@@ -108,10 +108,7 @@ function render({model, el}) {
       `(${f2(w[b * S + sel.index])}); ` + tq.map((t, i) => `'${t}' ${f2(w[i * S + sel.index])}`).join(", ") + ".";
   }
 
-  function attempt(change) {
-    try { change(); draw(); setMessage(message, model.get("error") || "", Boolean(model.get("error"))); }
-    catch (err) { setMessage(message, `${err.message}. Showing the last valid picture.`); }
-  }
+  const attempt = attempter(message, draw, {model});
 
   // The traits into the picture (checked first: a value it cannot show changes nothing).
   function sync() {

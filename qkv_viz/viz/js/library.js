@@ -142,10 +142,7 @@ function render({model, el}) {
     el.qkv = {settings: {...s}, scores: r.scores, weights: r.weights, output: r.output};
   }
 
-  function attempt(change) {
-    try { change(); update(); setMessage(message, ""); }
-    catch (err) { setMessage(message, `${err.message}. Showing the last valid settings.`); }
-  }
+  const attempt = attempter(message, update, {what: "settings"});
   temp.addEventListener("input", () => attempt(() => {
     s.temperature = Math.pow(10, parseNumber(temp.value, "temperature exponent", {min: -2, max: 2}));
     model.set("temperature", s.temperature); model.save_changes();

@@ -9,32 +9,8 @@
 // Python may set causal, n_real, clicked and the token labels (fig.n_real = 2): sync()
 // moves the controls and redraws.
 
-// weights[i, j] = mask[i, j] exp(s[i, j] - m_i) / sum_j' mask[i, j'] exp(s[i, j'] - m_i)
-function maskedSoftmaxRows(scores, mask, rows, cols) {
-  const w = new Float64Array(rows * cols);
-  for (let i = 0; i < rows; i++) {
-    const o = i * cols;
-    let m = -Infinity;
-    for (let j = 0; j < cols; j++) if (mask[o + j] && scores[o + j] > m) m = scores[o + j];
-    if (m === -Infinity) continue;                       // fully masked row: zeros
-    let total = 0;
-    for (let j = 0; j < cols; j++) {
-      const e = mask[o + j] ? Math.exp(scores[o + j] - m) : 0;
-      w[o + j] = e;
-      total += e;
-    }
-    for (let j = 0; j < cols; j++) w[o + j] /= total;
-  }
-  return w;
-}
-
-function maskOf(rows, cols, causal, nReal, clicked) {
-  const mask = new Uint8Array(rows * cols);
-  for (let i = 0; i < rows; i++)
-    for (let j = 0; j < cols; j++)
-      mask[i * cols + j] = (!causal || j <= i + cols - rows) && j < nReal && !clicked[i * cols + j] ? 1 : 0;
-  return mask;
-}
+// weights[i, j] = mask[i, j] exp(s[i, j] - m_i) / sum_j' mask[i, j'] exp(s[i, j'] - m_i): softmaxRows with a mask
+const maskedSoftmaxRows = (scores, mask, rows, cols) => softmaxRows(scores, rows, cols, 1, mask);
 
 // why[i, j]: bit 1 = hidden by the causal mask, bit 2 = padding, bit 4 = clicked (0 = may look)
 function reasonsOf(rows, cols, causal, nReal, clicked) {
@@ -44,6 +20,9 @@ function reasonsOf(rows, cols, causal, nReal, clicked) {
       why[i * cols + j] = (causal && j > i + cols - rows ? 1 : 0) | (j >= nReal ? 2 : 0) | (clicked[i * cols + j] ? 4 : 0);
   return why;
 }
+
+// mask[i, j] = 1 where no reason hides key j from query i
+const maskOf = (rows, cols, causal, nReal, clicked) => reasonsOf(rows, cols, causal, nReal, clicked).map((b) => (b ? 0 : 1));
 
 // causal: grey "/" lines; padding: blue "\" lines on light blue; clicked only: red "x"
 function hatch(ctx, x, y, w, hgt, why) {
@@ -136,13 +115,9 @@ function render({model, el}) {
       + `${rows.join("; ")}. Hidden cells: ${count(1)} by the causal mask, ${count(2)} padding, ${count(4)} clicked`;
   }
 
-  let saving = false;                    // our own model.set: not a change from Python
-  function save() {
-    saving = true;
-    try { model.set("causal", s.causal); model.set("n_real", s.nReal); model.set("clicked", s.clicked.slice()); }
-    finally { saving = false; }
-    model.save_changes();
-  }
+  const attempt = attempter(message, update, {note: null});   // update() writes the message line
+  const send = linkTraits(model, ["causal", "n_real", "clicked", "tokens_q", "tokens_k", "error"], () => attempt(sync));
+  const save = () => send({causal: s.causal, n_real: s.nReal, clicked: s.clicked.slice()});
 
   // The traits into the controls (checked first: a value the page cannot show changes nothing).
   function sync() {
@@ -158,10 +133,6 @@ function render({model, el}) {
     real.value = String(nReal);
   }
 
-  function attempt(change) {
-    try { change(); update(); }
-    catch (err) { setMessage(message, `${err.message}. Showing the last valid picture.`); }
-  }
   causal.addEventListener("change", () => { s.causal = causal.checked; save(); update(); });
   real.addEventListener("input", () => { s.nReal = Number(real.value); save(); update(); });
   reset.addEventListener("click", () => { s.clicked = s.clicked.map(() => false); save(); update(); });
@@ -186,8 +157,6 @@ function render({model, el}) {
   });
   pic.canvas.addEventListener("focus", update);
   pic.canvas.addEventListener("blur", update);
-  for (const name of ["causal", "n_real", "clicked", "tokens_q", "tokens_k", "error"])
-    model.on(`change:${name}`, () => { if (!saving) attempt(sync); });
   attempt(sync);
 }
 

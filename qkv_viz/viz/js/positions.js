@@ -218,17 +218,10 @@ function render({model, el}) {
   }
 
   const TRAITS = [["m", "m"], ["n", "n"], ["d_k", "dK"], ["base", "base"], ["pair", "pair"], ["lock", "lock"]];
-  let saving = false;                    // our own model.set: not a change from Python
-  function save() {
-    saving = true;
-    try { for (const [name, key] of TRAITS) model.set(name, s[key]); } finally { saving = false; }
-    model.save_changes();
-  }
+  const send = linkTraits(model, [...TRAITS.map(([name]) => name), "error"], () => attempt(sync));
+  const save = () => send(Object.fromEntries(TRAITS.map(([name, key]) => [name, s[key]])));
 
-  function attempt(change) {
-    try { change(); update(); save(); setMessage(message, model.get("error") || "", Boolean(model.get("error"))); }
-    catch (err) { setMessage(message, `${err.message}. Showing the last valid picture.`); }
-  }
+  const attempt = attempter(message, () => { update(); save(); }, {model});
 
   // The traits into the controls (checked first: a value the page cannot show changes nothing).
   function sync() {
@@ -269,8 +262,6 @@ function render({model, el}) {
   }));
   baseSlider.addEventListener("input", () => attempt(() => { s.base = ROPE_BASES[Number(baseSlider.value)]; }));
   pairSlider.addEventListener("input", () => attempt(() => { s.pair = Math.min(Number(pairSlider.value), s.dK / 2 - 1); }));
-  for (const name of [...TRAITS.map(([trait]) => trait), "error"])
-    model.on(`change:${name}`, () => { if (!saving) attempt(sync); });
   attempt(sync);
 }
 

@@ -65,17 +65,9 @@ function render({model, el}) {
     el.qkv = {settings: {...s}, ...r};
   }
 
-  let saving = false;                    // our own model.set: not a change from Python
-  function save() {
-    saving = true;
-    try { model.set("scores", [...s.scores]); model.set("scale", s.scale); } finally { saving = false; }
-    model.save_changes();
-  }
-
-  function attempt(change) {
-    try { change(); update(); setMessage(message, model.get("error") || "", Boolean(model.get("error"))); }
-    catch (err) { setMessage(message, `${err.message}. Showing the last valid table.`); }
-  }
+  const attempt = attempter(message, update, {what: "table", model});
+  const send = linkTraits(model, ["scores", "scale", "error"], () => attempt(sync));
+  const save = () => send({scores: [...s.scores], scale: s.scale});
 
   // The traits into the boxes (checked first: a value the page cannot show changes nothing).
   function sync() {
@@ -93,8 +85,6 @@ function render({model, el}) {
     save();
   })));
   scale.addEventListener("change", () => attempt(() => { s.scale = scale.checked; save(); }));
-  for (const name of ["scores", "scale", "error"])
-    model.on(`change:${name}`, () => { if (!saving) attempt(sync); });
   attempt(sync);
 }
 

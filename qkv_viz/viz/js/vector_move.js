@@ -207,10 +207,7 @@ function render({model, el}) {
               scores: Array.from(r.scores), weights: Array.from(r.weights), output: Array.from(r.output)};
   }
 
-  function attempt(change) {
-    try { change(); update(); setMessage(message, ""); }
-    catch (err) { setMessage(message, `${err.message}. Showing the last valid picture.`); }
-  }
+  const attempt = attempter(message, update);
   const sendQ = () => { model.set("q", [...s.q]); model.save_changes(); };
   const clampQ = (v) => Math.round(10 * Math.max(-Q_LIM, Math.min(Q_LIM, v))) / 10;
 

@@ -100,8 +100,9 @@ def plot_head(weights, axes=None, titles=("without positions", "with RoPE"), tok
 
 
 def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0, ax=None,
-                 pairing: str = "adjacent"):
-    """Pair ``pair`` of q and k in its plane: faint at position 0, solid turned to m (q) and n (k).
+                 pairing: str = "adjacent", start: bool = True):
+    """Pair ``pair`` of q and k in its plane, turned to m (q) and n (k); with ``start``, also
+    faint and dashed at position 0.
 
     The angle between the solid arrows is the angle at position 0 plus (n - m) * theta_pair,
     so it is the same for every m with the same n - m. Title: the dot product of the pair.
@@ -118,8 +119,9 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
     arts = [ax.add_patch(plt.Circle((0, 0), r, fill=False, ls=":", color="#999"))]
     # at position 0 the two arrows may coincide (key = query): dashes offset so both colours show
     for vec, colour, dash in ((q[[a, b]], style.QUERY_COLOR, (0, (3, 3))), (k[[a, b]], style.KEY_COLOR, (3, (3, 3)))):
-        arts.append(ax.annotate("", xy=tuple(vec), xytext=(0, 0), arrowprops=dict(
-            arrowstyle="-|>", color=colour, lw=1.4, alpha=0.8, ls=dash)))
+        if start:
+            arts.append(ax.annotate("", xy=tuple(vec), xytext=(0, 0), arrowprops=dict(
+                arrowstyle="-|>", color=colour, lw=1.4, alpha=0.8, ls=dash)))
     aq, ak = np.arctan2(qm[1], qm[0]), np.arctan2(kn[1], kn[0])
     between = (ak - aq + np.pi) % (2 * np.pi) - np.pi          # from q to k, -pi..pi
     # labels beyond the arrowheads, along the arrows, pushed apart when the arrows are close
@@ -132,27 +134,48 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
         dist = np.hypot(*vec) + 0.2 * r
         arts.append(ax.text(dist * np.cos(angle), dist * np.sin(angle), f"{name} at {pos:g}", color=colour,
                             ha="center", va="center", fontsize=style.FONT_PT, fontweight="bold"))
+    arc_r = 0.5 * min(np.hypot(*qm), np.hypot(*kn))            # inside the shorter arrow
     t = aq + np.linspace(0, between, 40)
-    arts.append(ax.plot(0.3 * r * np.cos(t), 0.3 * r * np.sin(t), color="#444", lw=1)[0])
+    arts.append(ax.plot(arc_r * np.cos(t), arc_r * np.sin(t), color="#444", lw=1)[0])
     theta = rope_frequencies(d_k, base)[pair]
-    arts.append(ax.set_xlabel(f"coordinate {a}\ndashed: at position 0; arc: {np.degrees(between):.0f}° from q to k",
-                              fontsize=style.FONT_PT))
-    ax.set(xlim=(-1.45 * r, 1.45 * r), ylim=(-1.45 * r, 1.45 * r), aspect="equal", xticks=[], yticks=[],
-           ylabel=f"coordinate {b}")
-    arts.append(ax.set_title(f"pair {pair} (θ = {theta:.3g} rad per position)\n"
-                             f"m = {m:g}, n = {n:g}: pair {pair}'s part of $q_m \\cdot k_n$ = {qm @ kn:.3f}", fontsize=style.FONT_PT))
+    dashed = "dashed: at position 0; " if start else ""
+    arts.append(ax.set_xlabel(f"{dashed}arc: {np.degrees(between):.0f}° from q to k", fontsize=style.FONT_PT))
+    ax.set(xlim=(-1.45 * r, 1.45 * r), ylim=(-1.45 * r, 1.45 * r), aspect="equal", xticks=[], yticks=[])
+    if start:
+        ax.set_ylabel(f"pair {pair}: coordinates {a}, {b}")
+        arts.append(ax.set_title(f"pair {pair} (θ = {theta:.3g} rad per position)\n"
+                                 f"m = {m:g}, n = {n:g}: pair {pair}'s part of $q_m \\cdot k_n$ = {qm @ kn:.3f}",
+                                 fontsize=style.FONT_PT))
+    else:
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        arts.append(ax.set_title(f"m = {m:g}, n = {n:g}: $q \\cdot k$ = {qm @ kn:.3f}", fontsize=style.FONT_PT))
     return arts
 
 
-def plot_frequencies_and_decay(d_k: int, base: float, distances, expected, axes=None):
-    """Left: theta_i per pair (log scale). Right: the expected q_m . k_n / d_k of a key equal to
-    its query against n - m (``toy.expected_decay``, a closed form)."""
-    ax1, ax2 = _axes(axes, 2, 0.38)
-    theta = rope_frequencies(d_k, base)
-    arts = [ax1.semilogy(np.arange(theta.size), theta, "o-", ms=3, color=style.QUERY_COLOR)[0]]
-    ax1.set(xlabel="pair i", ylabel="$\\theta_i$ (radians per position)",
-            title=f"frequencies, d_k = {d_k}, base = {base:g}")
-    arts.append(ax2.plot(distances, expected, color=style.QUERY_COLOR)[0])
+def plot_angles(T: int, d_k: int, base: float = 10000.0, ax=None):
+    """The angle m * theta_i (mod 2 pi) by which RoPE turns pair i at position m: (T, d_k/2),
+    on a cyclic colour map; fast pairs (left) cycle every few positions, slow ones barely move."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(0.5, 0.8), layout="constrained")
+    angle = np.mod(np.arange(T)[:, None] * rope_frequencies(d_k, base)[None, :], 2 * np.pi)  # (T, d_k/2)
+    im = ax.imshow(angle, cmap="twilight", vmin=0, vmax=2 * np.pi, aspect="auto", interpolation="nearest")
+    bar = ax.figure.colorbar(im, ax=ax, ticks=[0, np.pi, 2 * np.pi])
+    bar.ax.set_yticklabels(["0", "π", "2π"])
+    bar.set_label("angle $m\\,\\theta_i$ (mod 2π)")
+    ax.set(xlabel="pair i (fast → slow)", ylabel="position m", title=f"RoPE's angles, d_k = {d_k}")
+    return [im, bar]
+
+
+def plot_frequencies_and_decay(d_k: int, base: float, distances, expected, axes=None, T: int = 64):
+    """Left: the angle m * theta_i of every pair at positions 0..T-1 (``plot_angles``). Right: the
+    expected q_m . k_n / d_k of a key equal to its query against n - m (``toy.expected_decay``)."""
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.4), layout="constrained",
+                               gridspec_kw={"width_ratios": [1, 1.15]})
+    ax1, ax2 = np.atleast_1d(axes)
+    im, _ = plot_angles(T, d_k, base, ax=ax1)
+    arts = [im, ax2.plot(distances, expected, color=style.QUERY_COLOR)[0]]
     ax2.axhline(0, color="#444", lw=0.8)
     ax2.set(xlabel="distance n − m", ylabel="expected $q_m \\cdot k_n$ / d_k",
             title="key = query: $(2/d_k)\\,\\sum_i \\cos((n-m)\\,\\theta_i)$")

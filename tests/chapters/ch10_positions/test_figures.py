@@ -126,8 +126,27 @@ def test_head_map_names_its_tokens_and_refuses_a_wrong_count():
         figures.plot_head([w], tokens=[["dog", "man"]])
 
 
-def test_frequency_axis_label_is_mathtext():
+def test_frequency_panel_is_the_angle_map_with_a_mathtext_bar_label():
     import matplotlib.pyplot as plt
-    figures.plot_frequencies_and_decay(8, 10000.0, np.arange(5), np.ones(5))
-    assert "$\\theta_i$" in plt.gcf().axes[0].get_ylabel()
+    im, line = figures.plot_frequencies_and_decay(8, 10000.0, np.arange(5), np.ones(5), T=10)
+    assert im.get_array().shape == (10, 4)                 # positions 0..9, pairs 0..3
+    assert any("$m\\,\\theta_i$" in ax.get_ylabel() for ax in plt.gcf().axes)
     plt.close("all")
+
+
+def test_angle_map_is_m_theta_i_mod_two_pi_with_a_labelled_bar():
+    from qkv_viz.core.positions import rope_frequencies
+
+    im, bar = figures.plot_angles(40, 16)
+    want = np.mod(np.arange(40)[:, None] * rope_frequencies(16)[None, :], 2 * np.pi)   # (40, 8)
+    np.testing.assert_allclose(im.get_array(), want)
+    assert im.get_array()[1, 0] == pytest.approx(1.0)      # pair 0 turns 1 radian per position
+    assert "angle" in bar.ax.get_ylabel()
+
+
+def test_turning_without_the_start_drops_the_dashed_arrows_and_keeps_the_dot_product():
+    q, k = np.array([1.0, 0.0, 0.5, 0.5]), np.array([0.0, 1.0, 1.0, 0.0])
+    arts = figures.plot_turning(q, k, m=1, n=3, start=False)
+    assert not [a for a in arts if hasattr(a, "arrow_patch") and a.arrow_patch.get_linestyle() != "solid"]
+    want = np.cos(1) * -np.sin(3) + np.sin(1) * np.cos(3)
+    assert f"{want:.3f}" in arts[-1].get_text() and "m = 1, n = 3" in arts[-1].get_text()

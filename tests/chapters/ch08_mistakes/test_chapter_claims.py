@@ -72,36 +72,40 @@ def test_torch_stores_bert_sized_fused_weights_out_by_in():
     assert tuple(torch.nn.MultiheadAttention(768, 12).in_proj_weight.shape) == (2304, 768)
 
 
-def _previous_token_toy():
-    code = 3 * np.array([[1, 0], [0, 1], [-1, 0], [0, -1]])
-    k = np.hstack([code, code[[1, 2, 3, 0]]])         # head 1's code starts one step later
-    return k[[0, 0, 1, 2]], k                        # query i asks for token i-1 (token 0 for itself)
-
-
 def test_the_shape_keeping_bugs_keep_the_shape_and_change_the_weights():
-    from qkv_viz import causal_mask, masked_softmax
-    q, k = _previous_token_toy()
+    """Section 6: the previous-word toy (one head of 4 in d_model = 16) and its five bugs."""
+    from qkv_viz import causal_mask, masked_softmax, softmax
+    k = 2 * np.eye(4)
+    q = k[[0, 0, 1, 2]]                                    # query i asks for token i-1 (token 0 for itself)
     causal = causal_mask(4)
-    previous = [0, 0, 1, 2]
-    right = masked_softmax(q @ k.T / 2, causal)
-    np.testing.assert_array_equal(right.argmax(-1), previous)          # each query finds its previous token
-    assert right[np.arange(4), previous].min() > 0.99
-    head_right = masked_softmax(q[:, :2] @ k[:, :2].T / np.sqrt(2), causal)   # one head alone, too
-    assert head_right[np.arange(4), previous].min() > 0.99
-    s = q @ k.T / 2
-    e0 = np.exp(np.where(causal, s, -np.inf) - np.where(causal, s, -np.inf).max(axis=0))
+    scores = q @ k.T / np.sqrt(4)
+    right = masked_softmax(scores, causal)
+    rows, before = np.arange(1, 4), np.arange(3)
+    np.testing.assert_array_equal(right.argmax(-1), [0, 0, 1, 2])        # each word reads the one before
+    assert right[rows, before].min() > 0.7 and right[~causal].sum() == 0
+    filled = np.where(causal, scores, -np.inf)
+    e0 = np.exp(filled - filled.max(axis=0))
     wrong = {"axis 0": e0 / e0.sum(axis=0),
-             "no .T": masked_softmax(q @ k / 2, causal),
-             "inverted": masked_softmax(s, ~causal),
-             "no transpose": masked_softmax(q.reshape(2, 4, 2)[0] @ k.reshape(2, 4, 2)[0].T / np.sqrt(2), causal)}
+             "after": np.where(causal, softmax(scores), 0),
+             "d_model": masked_softmax(q @ k.T / np.sqrt(16), causal),
+             "forgotten": softmax(scores),
+             "inverted": masked_softmax(scores, ~causal)}
     for name, w in wrong.items():
-        assert w.shape == right.shape and np.abs(w - right).max() > 0.4, name
-    np.testing.assert_allclose(wrong["axis 0"].sum(-1), [0.5, 0.5, 1, 2], atol=1e-3)   # the printed row sums
-    np.testing.assert_allclose(wrong["no .T"][:2], right[:2], atol=1e-3)                # plausible at first,
-    assert wrong["no .T"][3].argmax() == 1 and wrong["no .T"][3, 1] > 0.99                # but 'down' reads 'cat'
-    assert not np.allclose(wrong["no .T"], masked_softmax(np.zeros((4, 4)), causal), atol=0.1)   # not uniform
-    assert np.all(wrong["inverted"][3] == 0)                                            # 'down' sees nothing
-    assert wrong["no transpose"][1, 1] > 0.99                                            # 'cat' reads itself
+        assert w.shape == right.shape and np.abs(w - right).max() > 0.09, name
+    np.testing.assert_allclose(wrong["axis 0"].sum(axis=0), 1)              # columns sum to 1,
+    assert np.abs(wrong["axis 0"].sum(axis=-1) - 1).max() > 0.3             # rows do not
+    assert np.all(wrong["after"].sum(-1)[:3] < 0.95)                         # rows sum to less than 1
+    # sqrt(d_model) = sqrt(H) * sqrt(d_k): every row flatter (less weight on the word before)
+    assert np.all(wrong["d_model"][rows, before] < right[rows, before] - 0.1)
+    np.testing.assert_allclose(q @ k.T / np.sqrt(16), scores / np.sqrt(4))
+    assert wrong["forgotten"][~causal].sum() > 0.5                           # the future gets weight
+    assert wrong["forgotten"][rows, before].min() > 0.7                      # yet the past still wins
+    assert wrong["inverted"][causal].sum() == 0 and np.all(wrong["inverted"][3] == 0)
+    # the decoder test of the text: change the last word's value; only the forgotten mask moves earlier outputs
+    v = np.random.default_rng(0).normal(size=(4, 3))
+    v2 = v.copy(); v2[3] += 1
+    assert np.abs((right @ v2 - right @ v)[:3]).max() == 0
+    assert np.abs((wrong["forgotten"] @ v2 - wrong["forgotten"] @ v)[:3]).max() > 0.05
 
 
 def test_the_inline_per_head_reorder_is_the_package_one():

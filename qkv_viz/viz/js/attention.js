@@ -117,6 +117,17 @@ function numberInput(cls, value, label, width = "5em") {
 function labelled(text, control) {
   return h("label", {class: "qkv-control"}, [h("span", {text}), control]);
 }
+// A checkbox (its keys, as the slider's, stay out of the notebook's shortcuts), ticked or not;
+// tickLabel(text, box) puts it in front of its text.
+function checkbox(cls, checked, label = "") {
+  const box = h("input", {type: "checkbox", class: cls, "data-lm-suppress-shortcuts": "true",
+                          ...(label ? {"aria-label": label} : {})});
+  box.checked = Boolean(checked);
+  return box;
+}
+function tickLabel(text, box) {
+  return h("label", {class: "qkv-control"}, [box, h("span", {text})]);
+}
 
 // A <canvas> of css width x height, sharp on high-DPI screens; ctx works in CSS pixels.
 function makeCanvas(cls, width, height) {
@@ -225,6 +236,21 @@ function fmt(x, digits = 3) {       // like Python's :.3g, without the exponent'
   if (!Number.isFinite(x)) return String(x);
   if (x !== 0 && (Math.abs(x) < 1e-3 || Math.abs(x) >= 1e5)) return x.toExponential(digits - 1);
   return String(Number(x.toPrecision(digits)));
+}
+
+// In a static page (no kernel: static.js's model), the controls that need Python are disabled
+// and say why.
+function needsPython(model, controls) {
+  if (!model.get("static")) return;
+  for (const c of controls) {
+    c.disabled = true;
+    c.title = "needs Python: open the notebook and run it";
+  }
+}
+
+// Python's error (a model run that failed, a value it refused) on the message line as it arrives.
+function showPythonError(model, message) {
+  model.on("change:error", () => { const e = model.get("error"); if (e) setMessage(message, e); });
 }
 
 // A message line: text only (never parsed as HTML), red for errors.

@@ -48,13 +48,11 @@ function stepNumbers(dots, n, dk, scale, temperature, rows = null) {
 const sampled = (n, size) => Array.from({length: size}, (_, k) => Math.floor((k + 0.5) * n / size));
 
 function render({model, el}) {
-  const dks = model.get("d_ks"), isStatic = Boolean(model.get("static"));
+  const dks = model.get("d_ks");
   // ---- controls
   const dk = rangeInput("qkv-dk-slider", 0, dks.length - 1, 1, dks.indexOf(model.get("d_k")), "d_k");
   const dkOut = h("output", {class: "qkv-dk-value"});
-  const scale = h("input", {type: "checkbox", class: "qkv-scale-toggle", "aria-label": "divide the scores by sqrt(d_k)",
-                            "data-lm-suppress-shortcuts": "true"});
-  scale.checked = model.get("scale");
+  const scale = checkbox("qkv-scale-toggle", model.get("scale"), "divide the scores by sqrt(d_k)");
   const temp = numberInput("qkv-temperature", model.get("temperature"), "temperature");
   const nBox = numberInput("qkv-n", model.get("n"), "tokens n");
   const seedBox = numberInput("qkv-seed", model.get("seed"), "seed");
@@ -71,13 +69,9 @@ function render({model, el}) {
   const bars = makeCanvas("qkv-bars", 400, 396);
   const curve = makeCanvas("qkv-curve", 428, 236);
   const readouts = h("table", {class: "qkv-readouts", "aria-live": "polite"});
-  const pythonControls = [nBox, seedBox, head];
-  if (isStatic) for (const c of pythonControls) {
-    c.disabled = true;
-    c.title = "needs Python: open the notebook and run it";
-  }
+  needsPython(model, [nBox, seedBox, head]);
   const row1 = h("div", {class: "qkv-row"}, [
-    labelled("d\u2096", dk), dkOut, h("label", {class: "qkv-control"}, [scale, h("span", {text: "divide by \u221ad\u2096"})]),
+    labelled("d\u2096", dk), dkOut, tickLabel("divide by \u221ad\u2096", scale),
     labelled("temperature", temp)]);
   const row2 = h("div", {class: "qkv-row"}, [labelled("tokens n", nBox), labelled("seed", seedBox),
     ...(model.get("n_heads") > 1 ? [head] : []), labelled("plot against d\u2096", metric)]);
@@ -335,7 +329,7 @@ function render({model, el}) {
     if (!model.get("error")) setMessage(message, "");
   });
   model.on("change:q", onData);
-  model.on("change:error", () => { const e = model.get("error"); if (e) setMessage(message, e); });
+  showPythonError(model, message);
   // Python-side changes of the step settings (explorer.d_k = 256 in a cell) move the controls too
   // (our own model.set fires these too: nothing to do when the value is already on screen)
   const follow = (name, key, apply) => model.on(`change:${name}`, () => {

@@ -7,10 +7,9 @@
 // Moving the layer never reruns the model.
 
 function render({model, el}) {
-  const isStatic = Boolean(model.get("static"));
   const sentence = numberInput("qkv-sentence", model.get("sentence"), "sentence", "520px");
   sentence.setAttribute("inputmode", "text");
-  if (isStatic) { sentence.disabled = true; sentence.title = "needs Python: open the notebook and run it"; }
+  needsPython(model, [sentence]);
   const layer = rangeInput("qkv-layer", 0, model.get("n_layers") - 1, 1, model.get("layer"), "layer");
   const layerOut = h("output", {class: "qkv-layer-value"});
   const message = h("div", {class: "qkv-message", role: "status"});
@@ -77,7 +76,7 @@ function render({model, el}) {
     model.set("sentence", sentence.value); model.save_changes();
   });
   model.on("change:weights", () => attempt(load));
-  model.on("change:error", () => { const e = model.get("error"); if (e) setMessage(message, e); });
+  showPythonError(model, message);
   model.on("change:layer", () => { const v = model.get("layer"); if (v !== shown) attempt(() => { shown = v; layer.value = String(v); }); });
   attempt(load);
 }

@@ -43,8 +43,7 @@ function render({model, el}) {
   const T = model.get("T"), S = model.get("S");
   const scores = asF64(model.get("scores")), lut = bytesOf(model.get("lut"));
   let tq = model.get("tokens_q"), tk = model.get("tokens_k");        // checked by sync()
-  const causal = h("input", {type: "checkbox", class: "qkv-causal-box", "data-lm-suppress-shortcuts": "true"});
-  causal.checked = model.get("causal");
+  const causal = checkbox("qkv-causal-box", model.get("causal"));
   const real = rangeInput("qkv-real-slider", 0, S, 1, model.get("n_real"), "real keys (the rest is padding)");
   const realOut = h("output", {text: String(model.get("n_real"))});
   const reset = h("button", {class: "qkv-reset", type: "button", text: "clear clicked cells"});
@@ -55,7 +54,7 @@ function render({model, el}) {
   pic.canvas.setAttribute("data-lm-suppress-shortcuts", "true");
   const root = h("div", {class: "qkv-figure qkv-masks"}, [
     h("div", {class: "qkv-row"}, [
-      h("label", {class: "qkv-control"}, [causal, h("span", {text: "causal mask"})]),
+      tickLabel("causal mask", causal),
       labelled("real keys (the rest is padding)", real), realOut, reset]),
     pic.canvas, message,
     h("div", {class: "qkv-hint", text: "Click a cell to hide or show that key for that query "

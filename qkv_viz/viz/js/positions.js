@@ -63,8 +63,7 @@ function render({model, el}) {
   const dkSlider = slider("qkv-rope-dk", ROPE_D_KS.length - 1, Math.max(0, ROPE_D_KS.indexOf(s.dK)), "d_k");
   const baseSlider = slider("qkv-rope-base", ROPE_BASES.length - 1, Math.max(0, ROPE_BASES.indexOf(s.base)), "base");
   const pairSlider = slider("qkv-rope-pair", s.dK / 2 - 1, s.pair, "pair drawn");
-  const lock = h("input", {type: "checkbox", class: "qkv-rope-lock", "data-lm-suppress-shortcuts": "true"});
-  lock.checked = s.lock;
+  const lock = checkbox("qkv-rope-lock", s.lock);
   const out = (cls) => h("output", {class: cls});
   const [mOut, nOut, dkOut, baseOut, pairOut] = ["qkv-rope-m-value", "qkv-rope-n-value", "qkv-rope-dk-value",
                                                   "qkv-rope-base-value", "qkv-rope-pair-value"].map(out);
@@ -78,7 +77,7 @@ function render({model, el}) {
   const labelledOut = (text, control, output) => h("label", {class: "qkv-control"}, [h("span", {text}), control, output]);
   const root = h("div", {class: "qkv-figure qkv-rope"}, [
     h("div", {class: "qkv-row"}, [labelledOut("query position m", mSlider, mOut), labelledOut("key position n", nSlider, nOut),
-                                  h("label", {class: "qkv-control"}, [lock, h("span", {text: "keep n \u2212 m fixed"})])]),
+                                  tickLabel("keep n \u2212 m fixed", lock)]),
     h("div", {class: "qkv-row"}, [labelledOut("d_k", dkSlider, dkOut), labelledOut("base", baseSlider, baseOut),
                                   labelledOut("pair drawn", pairSlider, pairOut)]),
     message,

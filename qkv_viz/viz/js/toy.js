@@ -18,14 +18,13 @@ function render({model, el}) {
   const lut = bytesOf(model.get("lut"));
   const S = model.get("scores").length, dV = values.length / S;
   const boxes = model.get("scores").map((x, j) => numberInput(`qkv-score qkv-score-${j}`, x, `q0.k${j}`));
-  const scale = h("input", {type: "checkbox", class: "qkv-scale-box", "data-lm-suppress-shortcuts": "true"});
-  scale.checked = model.get("scale");
+  const scale = checkbox("qkv-scale-box", model.get("scale"));
   const message = h("div", {class: "qkv-message", role: "status"});
   const table = h("table", {class: "qkv-readouts qkv-steps", "aria-live": "polite"});
   const bars = makeCanvas("qkv-toy-bars", 420, 200);
   const root = h("div", {class: "qkv-figure qkv-toy"}, [
     h("div", {class: "qkv-row"}, boxes.map((b, j) => labelled(`q0\u00b7k${j}`, b))),
-    h("div", {class: "qkv-row"}, [h("label", {class: "qkv-control"}, [scale, h("span", {text: `scale by 1/\u221ad_k (d_k = ${dK})`})])]),
+    h("div", {class: "qkv-row"}, [tickLabel(`scale by 1/\u221ad_k (d_k = ${dK})`, scale)]),
     message, h("div", {class: "qkv-row qkv-top"}, [table, bars.canvas])]);
   el.append(root);
   const s = {scores: model.get("scores").map(Number), scale: scale.checked};

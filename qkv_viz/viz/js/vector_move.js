@@ -67,9 +67,7 @@ function render({model, el}) {
   const token = h("select", {class: "qkv-token", "aria-label": "whose query", "data-lm-suppress-shortcuts": "true"});
   for (let i = 0; i < T; i++) token.append(h("option", {value: i, text: `${names[i] || `token ${i}`}'s query`}));
   token.value = String(model.get("token"));
-  const scale = h("input", {type: "checkbox", class: "qkv-scale-box", "data-lm-suppress-shortcuts": "true",
-                            "aria-label": "divide the scores by the square root of d_k"});
-  scale.checked = model.get("scale");
+  const scale = checkbox("qkv-scale-box", model.get("scale"), "divide the scores by the square root of d_k");
   const message = h("div", {class: "qkv-message", role: "status"});
   const left = makeCanvas("qkv-query-plane", 300, 300);
   const right = makeCanvas("qkv-value-plane", 300, 300);
@@ -84,7 +82,7 @@ function render({model, el}) {
   table.append(...rows.map((cells) => h("tr", {}, cells)));   // built once; update() changes the numbers
   const root = h("div", {class: "qkv-figure qkv-vector-move"}, [
     h("div", {class: "qkv-row"}, [labelled("start from", token),
-      h("label", {class: "qkv-control"}, [scale, h("span", {text: `divide by \u221ad\u2096 (d\u2096 = ${dK})`})])]),
+      tickLabel(`divide by \u221ad\u2096 (d\u2096 = ${dK})`, scale)]),
     message,
     h("div", {class: "qkv-row qkv-top"}, [left.canvas, right.canvas]),
     shares.canvas, table,

@@ -5,9 +5,9 @@ forward pass) and sends it ONCE as binary buffers (``traitlets.Bytes``); the
 browser does every slider step (scale factor, temperature, stable softmax,
 colours, readouts, bars) and draws on ``<canvas>`` elements. The JavaScript
 lives in ``qkv_viz/viz/js/``: ``attention.js`` (maths with the formulas of
-``qkv_viz.core``, colour map, drawing helpers) is put in front of one figure's
-file (``explorer.js``, ``library.js``, ``toy.js``, ``heads.js``) to make that
-figure's ES module. No build step, no CDN, no network.
+``qkv_viz.core``, colour map, drawing helpers, the controls' and events' helpers
+every figure shares) is put in front of one figure's file (``explorer.js``,
+``library.js``, ``toy.js``, ``heads.js``, ...) to make that figure's ES module. No build step, no CDN, no network.
 
 Every figure's display output is a mime bundle with three entries:
 

@@ -1,4 +1,5 @@
-// qkv-viz in-browser renderer, part 1: the maths of a slider step and the drawing helpers.
+// qkv-viz in-browser renderer, part 1: the maths of a slider step, the drawing helpers and
+// the helpers every figure's events share (attempter, linkTraits), written once.
 //
 // Python (qkv_viz/viz/canvas.py) puts this file in front of one figure's file
 // (explorer.js, library.js, ...) to make that figure's ES module: no imports,

@@ -1,6 +1,6 @@
 """Chapter 1 pictures: the library's keys and query, and the weights over its books.
 
-``plot_library``, ``plot_weight_bars``, ``library_small_multiples`` take ``ax=None``,
+``plot_library``, ``plot_weight_bars``, ``weights_vs_temperature`` take ``ax=None``,
 return the artists and never call ``plt.show()``. Colours come from the book's
 style (``qkv_viz.viz.style``): keys in KEY_COLOR, the query in QUERY_COLOR, and
 every key arrow has the same width and carries its weight as a label ("0: 0.49"),
@@ -177,27 +177,32 @@ def library_and_weights(library, query, temperature=1.0, axes=None):
     return artists
 
 
-def library_small_multiples(library, query, temperatures, axes=None):
-    """What does the temperature do? One library picture per temperature, each key
-    labelled with its weight at that temperature.
+def weights_vs_temperature(library, query, ax=None, marks=(1.0, np.sqrt(2)), lo=0.01, hi=100.0):
+    """What does the temperature do? Each book's weight (one line per book) against the
+    temperature on a log axis from ``lo`` to ``hi``; dotted verticals at ``marks``
+    (default: tau = 1 and the Transformer's sqrt(d_k) = sqrt(2)).
 
-    axes: ``len(temperatures)`` Axes, or None for a new figure one column wide.
-    Returns the list of artists (``artists[0].figure`` is the figure).
+    Returns the list of Line2D, one per book, in the library's order (then the marks).
     """
-    if axes is None:
-        _, axes = plt.subplots(1, len(temperatures), figsize=style.figsize(1.0, 1.0 / len(temperatures)),
-                               layout="constrained", sharey=True)
-    axes = list(np.atleast_1d(axes))
-    weights = [soft_lookup(query, library, t)[1] for t in temperatures]
-    for i, (t, w, ax) in enumerate(zip(temperatures, weights, axes)):  # text first, then one layout
-        ax.set_title(f"τ = {t:g}: top weight {w.max():.3f}", fontsize=style.TITLE_PT)
-        ax.set(xlabel=f"key[0]: {KEY_AXES[0]}", ylabel=f"key[1]: {KEY_AXES[1]}" if i == 0 else "")
-    engine = axes[0].figure.get_layout_engine()
-    if engine is not None:
-        engine.execute(axes[0].figure)
-    artists = []
-    for i, (w, ax) in enumerate(zip(weights, axes)):
-        artists += plot_library(library, query, ax=ax, weights=w, relayout=False)
-        if i > 0:
-            ax.set_ylabel("")
-    return artists
+    if not 0 < lo < hi:
+        raise ValueError(f"need 0 < lo < hi, got lo={lo}, hi={hi}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(1.0, 0.4), layout="constrained")
+    taus = np.geomspace(lo, hi, 200)                                          # (200,)
+    weights = np.stack([soft_lookup(query, library, t)[1] for t in taus])     # (200, n_books)
+    colors = plt.get_cmap("tab10")(np.arange(library.n_books))
+    lines = []
+    for j, (title, color) in enumerate(zip(numbered_titles(library), colors)):
+        lines += ax.plot(taus, weights[:, j], color=color, lw=2.0, label=title)
+    for t in marks:
+        lines.append(ax.axvline(t, color="0.5", lw=1.0, ls=":"))
+    ax.axhline(1 / library.n_books, color="0.75", lw=0.8, zorder=0)
+    ax.set_xscale("log")
+    ax.set(xlim=(lo, hi), ylim=(0, 1.02), xlabel="temperature τ (log scale)", ylabel="weight")
+    ax.text(hi, 1 / library.n_books + 0.02, f"1/{library.n_books}", ha="right", va="bottom",
+            color="0.45", fontsize=style.FONT_PT)
+    for t, name, side in zip(marks, ("τ = 1 ", r" $\sqrt{d_k}$"), ("right", "left")):  # one label each side
+        ax.text(t, 1.0, name, ha=side, va="top", color="0.35", fontsize=style.FONT_PT)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=style.FONT_PT)
+    ax.set_title("cold: one book takes everything; hot: every book gets 1/5", fontsize=style.TITLE_PT)
+    return lines

@@ -9,8 +9,8 @@ import pytest  # noqa: E402
 from qkv_viz import BERT_BASE, AttentionConfig, attention_flops, param_count  # noqa: E402
 from qkv_viz.chapters.ch01_library.library import DEMO_QUERY, demo_library, soft_lookup  # noqa: E402
 from qkv_viz.chapters.ch01_library.figures import (library_and_weights,  # noqa: E402
-                                                  library_small_multiples, plot_library,
-                                                  plot_weight_bars, KEY_LW)
+                                                  plot_library, plot_weight_bars,
+                                                  weights_vs_temperature, KEY_LW)
 from qkv_viz.viz import style  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
@@ -24,9 +24,15 @@ def _close_figures():
 
 def test_static_pictures_draw_what_they_return():
     lib = demo_library()
-    artists = library_small_multiples(lib, DEMO_QUERY, [0.1, 1, 10])
-    assert len(artists[0].figure.axes) == 3
-    assert len(artists) == 3 * (2 * lib.n_books + 2)
+    lines = weights_vs_temperature(lib, DEMO_QUERY)
+    assert len(lines) == lib.n_books + 2  # one curve per book, then the two marks
+    for j, line in enumerate(lines[:lib.n_books]):  # each curve is that book's weight at its temperature
+        taus, w = line.get_data()
+        np.testing.assert_allclose(w[[0, 100, -1]], [soft_lookup(DEMO_QUERY, lib, t)[1][j] for t in taus[[0, 100, -1]]])
+    assert [line.get_label() for line in lines[:lib.n_books]] == [f"{i} {t}" for i, t in enumerate(lib.titles)]
+    assert lines[0].get_data()[1][0] > 0.99 and np.allclose([l.get_data()[1][-1] for l in lines[:5]], 0.2, atol=0.02)
+    with pytest.raises(ValueError, match="0 < lo < hi"):
+        weights_vs_temperature(lib, DEMO_QUERY, lo=1.0, hi=0.5)
     artists = library_and_weights(lib, DEMO_QUERY, temperature=1.0)
     widths = [b.get_width() for b in artists[-1]]
     np.testing.assert_allclose(widths, soft_lookup(DEMO_QUERY, lib, 1.0)[1])
@@ -70,10 +76,10 @@ def _label_boxes_and_arrow_points(ax, artists):
 @pytest.mark.parametrize("query", [DEMO_QUERY, np.array([0.5, 1.5]), np.array([-1.0, 1.0])])
 def test_labels_overlap_neither_each_other_nor_any_arrow(query):
     lib = demo_library()
-    artists = library_small_multiples(lib, query, [0.1, 1, 10])
-    n = 2 * lib.n_books + 2
-    for k, ax in enumerate(artists[0].figure.axes):
-        boxes, shafts = _label_boxes_and_arrow_points(ax, artists[k * n:(k + 1) * n])
+    _, axes = plt.subplots(1, 3, figsize=style.figsize(1.0, 1 / 3), layout="constrained", sharey=True)
+    for t, ax in zip((0.1, 1, 10), axes):  # labels carry the weight: check them cold, warm and hot
+        artists = plot_library(lib, query, ax=ax, weights=soft_lookup(query, lib, t)[1])
+        boxes, shafts = _label_boxes_and_arrow_points(ax, artists)
         assert len(boxes) == lib.n_books + 1 and len(shafts) == lib.n_books + 1
         for i, (name, box) in enumerate(boxes):
             for other, box2 in boxes[i + 1:]:
@@ -86,8 +92,7 @@ def test_labels_overlap_neither_each_other_nor_any_arrow(query):
 
 def test_text_is_at_least_the_books_minimum_size():
     lib = demo_library()
-    for artists in (library_small_multiples(lib, DEMO_QUERY, [0.1, 1, 10]),
-                    library_and_weights(lib, DEMO_QUERY)):
+    for artists in (weights_vs_temperature(lib, DEMO_QUERY), library_and_weights(lib, DEMO_QUERY)):
         fig = artists[0].figure
         assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
         sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text()]

@@ -94,3 +94,15 @@ def test_a_shorter_query_flattens_the_weights_at_any_temperature():
         np.testing.assert_allclose(soft_lookup(np.zeros(2), lib, tau)[1], 0.2)  # at 0 every book gets 0.2
         np.testing.assert_allclose(soft_lookup(0.5 * DEMO_QUERY, lib, tau)[1],
                                    soft_lookup(DEMO_QUERY, lib, 2 * tau)[1])  # half the query = twice the temperature
+
+
+def test_cold_is_almost_the_hard_lookup_and_hot_the_plain_average():
+    """The page's temperature table: at 0.1 the top book takes 0.997 (the hard lookup's pick), at 1e6
+    every book gets 1/5; the order of the books is the order of their dot products at every temperature."""
+    lib = demo_library()
+    dots = lib.keys @ DEMO_QUERY
+    cold, hot = (soft_lookup(DEMO_QUERY, lib, t)[1] for t in (0.1, 1e6))
+    np.testing.assert_allclose(cold, np.eye(lib.n_books)[np.argmax(dots)], atol=5e-3)
+    np.testing.assert_allclose(hot, 1 / lib.n_books, atol=1e-5)
+    for t in np.geomspace(0.01, 100, 9):
+        assert list(np.argsort(soft_lookup(DEMO_QUERY, lib, t)[1])) == list(np.argsort(dots))

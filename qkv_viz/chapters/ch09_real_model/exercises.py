@@ -15,46 +15,58 @@ from qkv_viz.chapters.feedback import Feedback, check_function
 # ---------------------------------------------------------------- 1. write moving_head
 
 
-def _moving_head(weights, norms, tokens, query, key) -> np.ndarray:
+def _norms(values, W_o) -> np.ndarray:
+    """||v_j W_o^h|| for every layer, head, token: values (L, H, T, d_v), W_o (L, H*d_v, d_model) -> (L, H, T)."""
+    values, W_o = np.asarray(values), np.asarray(W_o)
+    L, H, T, d_v = values.shape
+    W_o = W_o.reshape(L, H, d_v, -1)  # (L, H*d_v, d_model) -> (L, H, d_v, d_model)
+    return np.linalg.norm(values @ W_o, axis=-1)  # (L, H, T, d_v) @ (L, H, d_v, d_model) -> (L, H, T)
+
+
+def _moving_head(weights, values, W_o, tokens, query, key) -> np.ndarray:
     i, j = list(tokens).index(query), list(tokens).index(key)
-    moved = np.asarray(weights)[:, :, i, j] * np.asarray(norms)[:, :, j]  # (L, H): w_ij ||v_j W_o^h||
+    moved = np.asarray(weights)[:, :, i, j] * _norms(values, W_o)[:, :, j]  # (L, H): w_ij ||v_j W_o^h||
     return np.array(np.unravel_index(int(np.argmax(moved)), moved.shape))  # (layer, head)
 
 
 def moving_head_cases(model=None, trace=None, seed=None) -> list:
-    """Cases (weights (L, H, T, T), norms (L, H, T), tokens, query, key) for the checker.
+    """Cases (weights (L, H, T, T), values (L, H, T, d_v), W_o (L, H*d_v, d_model), tokens, query,
+    key) for the checker.
 
     The real ``trace`` (if given, with its ``model``) asks for "it" -> "animal"; then random
-    attention and norms over made-up tokens, with L != H and query != key, drawn until the
-    right head and each common mistake's head differ (so the norms, and the key's, matter).
+    attention, values and W_o over made-up tokens, with L != H and query != key, drawn until the
+    right head and each common mistake's head differ (so the values, W_o and the key's all matter).
     """
-    from qkv_viz.bridges.real_forward import value_output_norms
-
     rng = np.random.default_rng(seed)
     cases = []
     if trace is not None and model is not None:
-        cases.append((np.asarray(trace.weights), value_output_norms(model, trace), list(trace.tokens),
-                      "it", "animal"))
+        H = model.config.n_heads
+        values = np.stack([split_heads(x @ layer.attn.W_v + layer.attn.b_v, H)  # (T, d_model) -> (H, T, d_v)
+                           for layer, x in zip(model.layers, trace.hidden_states)])
+        W_o = np.stack([layer.attn.W_o for layer in model.layers])  # (L, H*d_v, d_model)
+        cases.append((np.asarray(trace.weights), values, W_o, list(trace.tokens), "it", "animal"))
     words = ["[CLS]", "a", "fox", "saw", "the", "owl", "and", "it", "ran", "home", "[SEP]"]
-    for L, H, T in [(3, 5, 7), (4, 2, 9), (2, 6, 11)]:
+    for L, H, T, d_v, d_model in [(3, 5, 7, 2, 6), (4, 2, 9, 3, 5), (2, 6, 11, 2, 8)]:
         tokens = words[:T]
         query, key = (str(t) for t in rng.choice(tokens[1:-1], size=2, replace=False))
         i, j = tokens.index(query), tokens.index(key)
         while True:
             weights = softmax(3 * rng.normal(size=(L, H, T, T)), axis=-1)  # (L, H, T, T), rows sum to 1
-            norms = rng.uniform(0.2, 5.0, size=(L, H, T))                  # (L, H, T)
-            w = weights[:, :, i, j]
-            wrong = [w, w * norms[:, :, i], weights[:, :, j, i] * norms[:, :, i]]
+            values = rng.normal(size=(L, H, T, d_v)) * rng.uniform(0.2, 3.0, size=(L, H, T, 1))
+            W_o = rng.normal(size=(L, H * d_v, d_model)) * rng.uniform(0.2, 3.0, size=(L, H * d_v, 1))
+            norms, w = _norms(values, W_o), weights[:, :, i, j]
+            wrong = [w, w * norms[:, :, i], weights[:, :, j, i] * norms[:, :, i],
+                     w * np.linalg.norm(values, axis=-1)[:, :, j]]
             picks = [int(np.argmax(a)) for a in [w * norms[:, :, j], *wrong]]
             if len(set(picks)) == len(picks):  # right and each mistake name different heads
                 break
-        cases.append((weights, norms, tokens, query, key))
+        cases.append((weights, values, W_o, tokens, query, key))
     return cases
 
 
 def _diagnose_moving_head(got, want, case) -> str | None:
     """A precise sentence for the common wrong answers."""
-    weights, norms, tokens, query, key = case
+    weights, values, W_o, tokens, query, key = case
     L, H = weights.shape[:2]
     got = np.asarray(got, dtype=float)
     if got.shape == ():
@@ -67,14 +79,18 @@ def _diagnose_moving_head(got, want, case) -> str | None:
     if not (0 <= layer < L and 0 <= head < H):
         return f"({layer}, {head}) is not a head: layers run 0..{L - 1}, heads 0..{H - 1}."
     i, j = tokens.index(query), tokens.index(key)
+    norms = _norms(values, W_o)
     w = weights[:, :, i, j]  # (L, H)
     argmax = lambda a: tuple(int(n) for n in np.unravel_index(int(np.argmax(a)), a.shape))
     if (layer, head) == argmax(w):
         return (f"({layer}, {head}) is the head with the most WEIGHT from {query!r} to {key!r}; what it "
-                f"moves is that weight times the norm of {key!r}'s value, norms[:, :, j_key].")
+                f"moves is that weight times the length of {key!r}'s value after W_o, ||v_j W_o^h||.")
+    if (layer, head) == argmax(w * np.linalg.norm(values, axis=-1)[:, :, j]):
+        return ("you used the length of v_j alone; what reaches the output is v_j W_o^h, the value "
+                "through head h's d_v rows of W_o (W_o[l].reshape(H, d_v, d_model)[h]).")
     if (layer, head) == argmax(w * norms[:, :, i]):
-        return (f"you multiplied by the norm of {query!r}'s value; what is moved is the KEY's value "
-                f"(the token looked at), norms[:, :, j_key].")
+        return (f"you multiplied by the length of {query!r}'s value; what is moved is the KEY's value "
+                f"(the token looked at), token j_key.")
     if (layer, head) == argmax(weights[:, :, j, i] * norms[:, :, i]):
         return (f"you found what {key!r} takes from {query!r}. Rows are queries (the token that "
                 f"looks), columns keys: use weights[:, :, i_query, j_key].")
@@ -84,7 +100,7 @@ def _diagnose_moving_head(got, want, case) -> str | None:
 
 
 def check_moving_head(fn, model=None, trace=None, seed=None) -> Feedback:
-    """The reader's ``fn(weights, norms, tokens, query, key) -> (layer, head)``, on the real
+    """The reader's ``fn(weights, values, W_o, tokens, query, key) -> (layer, head)``, on the real
     ``trace`` (if ``model`` and ``trace`` are given) and on fresh random attention."""
     return check_function(fn, _moving_head, moving_head_cases(model, trace, seed), name="moving_head",
                           diagnose=_diagnose_moving_head, shape_hints=True, atol=0,

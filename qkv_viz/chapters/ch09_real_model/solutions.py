@@ -6,11 +6,15 @@ import numpy as np
 
 
 # 1. Head h moves w_ij (v_j W_o^h) from key j into query i's output; its length is the weight
-#    times the value norm of the KEY j. One (L, H) slice of the weights times one of the norms.
-def moving_head(weights, norms, tokens, query, key):
-    """weights (L, H, T, T), norms (L, H, T), tokens (T,) -> (layer, head) moving the most."""
+#    times the length of the KEY j's value after head h's d_v rows of W_o.
+def moving_head(weights, values, W_o, tokens, query, key):
+    """weights (L, H, T, T), values (L, H, T, d_v), W_o (L, H*d_v, d_model) -> (layer, head)."""
     i, j = tokens.index(query), tokens.index(key)
-    moved = weights[:, :, i, j] * norms[:, :, j]  # (L, H) * (L, H) -> (L, H)
+    L, H, T, d_v = values.shape
+    W_o_h = W_o.reshape(L, H, d_v, -1)                       # (L, H*d_v, d_model) -> (L, H, d_v, d_model)
+    v_j = values[:, :, j, None, :]                           # (L, H, 1, d_v): the key's value, every head
+    norm_j = np.linalg.norm(v_j @ W_o_h, axis=-1)[..., 0]    # (L, H, 1, d_v) @ (L, H, d_v, d_model) -> (L, H)
+    moved = weights[:, :, i, j] * norm_j                     # (L, H)
     layer, head = np.unravel_index(np.argmax(moved), moved.shape)  # flat index -> (layer, head)
     return int(layer), int(head)
 

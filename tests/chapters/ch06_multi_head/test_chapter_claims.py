@@ -166,3 +166,28 @@ def test_quadratic_part_overtakes_the_projections_just_above_1_5_d_model():
         return f["scores"] + f["weighted_sum"]
     crossover = next(T for T in range(1, 10_000) if quadratic(T) > qv.attention_flops(BERT_BASE, T)["projections"])
     assert crossover == 1.5 * BERT_BASE.d_model + 1
+
+
+def test_the_pages_cost_formulas_are_the_packages_counts():
+    """Going further counts parameters and FLOPs by hand (layer_cost); the package's counts agree."""
+    from qkv_viz import AttentionConfig, attention_flops, param_count
+    for d_model, n_heads, T in [(512, 8, 128), (512, 1, 128), (768, 12, 512), (1024, 16, 7)]:
+        c = AttentionConfig(d_model=d_model, n_heads=n_heads)
+        d_k = d_model // n_heads
+        assert param_count(c, bias=False, per_head=True) == 3 * d_model * d_k
+        assert param_count(c, bias=False) == 4 * d_model * n_heads * d_k
+        assert param_count(c, bias=True) == 4 * d_model * n_heads * d_k + 4 * d_model
+        f = attention_flops(c, T)
+        assert f["projections"] == 6 * T * d_model * n_heads * d_k
+        assert f["scores"] == f["weighted_sum"] == 2 * n_heads * T * T * d_k
+        assert f["output"] == 2 * T * n_heads * d_k * d_model
+        assert f["total"] == f["projections"] + f["scores"] + f["weighted_sum"] + f["output"]
+    assert 4 * 768 * 768 == 2_359_296 and round((4 * 768 * 768 + 4 * 768) / 1e6, 2) == 2.36
+
+
+def test_the_pages_effective_keys_is_the_packages_effective_tokens():
+    from qkv_viz.core.diagnostics import effective_tokens
+    w = np.random.default_rng(0).dirichlet(np.ones(5), size=(3, 4))
+    w[0, 0] = [1, 0, 0, 0, 0]
+    mine = np.exp(-(w * np.log(np.maximum(w, 1e-300))).sum(-1))
+    np.testing.assert_allclose(mine, effective_tokens(w))

@@ -26,11 +26,12 @@ def plot_step_costs(d_model: int = 64, n_heads: int = 4, T: int = 1024, ax=None)
            title=f"one layer, d_model = {d_model}, {n_heads} heads: linear with the cache, quadratic without")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e6:,.0f}M"))
     ax.legend(loc="lower right", bbox_to_anchor=(1, 0.08))
-    inset = ax.inset_axes((0.1, 0.4, 0.28, 0.42))  # the cached line on its own linear scale
+    inset = ax.inset_axes((0.12, 0.4, 0.3, 0.42))  # the cached line on its own linear scale
     inset.plot(t, cached, color=style.SCALED_COLOR)
-    inset.set_title("with the cache, zoomed in", fontsize=8)
+    inset.set_title("with the cache, zoomed in", fontsize=style.ANNOTATION_PT)
     inset.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e3:,.0f}k"))
-    inset.tick_params(labelsize=7)
+    inset.set_xticks([0, T // 2, T])
+    inset.tick_params(labelsize=style.ANNOTATION_PT)
     return a, b
 
 

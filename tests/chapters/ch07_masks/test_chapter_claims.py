@@ -153,3 +153,15 @@ def test_sdpa_gives_zeros_and_a_clean_gradient_for_an_empty_row():
         else:
             assert torch.all(out[2] == 0)
             assert not any(torch.isnan(t.grad).any() for t in (q, k, v))
+
+
+def test_a_head_that_reads_the_next_word_holds_its_target_unless_masked():
+    """The causal section: query t matches key t+1; with one-hot values the output holds word t+1."""
+    from qkv_viz import causal_mask, masked_softmax, softmax
+    peek, V = 8.0 * np.eye(4, k=1), np.eye(4)
+    leaked = softmax(peek) @ V
+    masked = masked_softmax(peek, causal_mask(4)) @ V
+    t = np.arange(3)
+    assert leaked[t, t + 1].min() > 0.99                  # the answer is in the output
+    assert np.all(masked[t, t + 1] == 0)                  # exactly none of it with the mask
+    assert np.all(masked[np.triu_indices(4, 1)] == 0)     # nor of any later word

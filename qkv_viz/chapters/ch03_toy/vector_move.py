@@ -132,16 +132,16 @@ class VectorMoveFigure(CheckedFigure):
         pad = 0.25 * (hi - lo)
         arrow = dict(length_includes_head=True, head_width=0.2, overhang=0.2)
         small = dict(length_includes_head=True, head_width=0.04 * (hi - lo), overhang=0.2)
-        # the query: a wide pale band under the keys, ending in the big dot the live figure drags,
-        # so a key equal to q is still drawn whole, solid, on top of it
-        left.plot([0, q[0]], [0, q[1]], color=style.QUERY_COLOR, lw=7, alpha=0.35, solid_capstyle="butt", zorder=1)
+        # the query first, a wide orange arrow ending in the dot the live figure drags (vector_move.js),
+        # so a key equal to q, drawn thin on top of it, stays visible
+        left.arrow(0, 0, *q, color=style.QUERY_COLOR, width=0.1, zorder=1, **arrow)
         left.plot(*q, "o", color=style.QUERY_COLOR, ms=11, zorder=1)
         same = self.same_as_key()
         for j, k in enumerate(K):
             # every key from the origin, in its value's colour, solid
             colour = SHARE_COLOURS[j % 3]
             left.arrow(0, 0, *k, color=colour, width=0.03, zorder=2, **arrow)
-            left.annotate(f"k{j}", k, xytext=(6, -4) if j == same else (4, 4), ha="left",
+            left.annotate(f"k{j}" + (" (= q)" if j == same else ""), k, xytext=(6, -4) if j == same else (4, 4), ha="left",
                           va="top" if j == same else "bottom", textcoords="offset points", color=SHARE_TEXT[j % 3],
                           fontweight="bold")
         left.annotate("q", q, xytext=(-8, 6), textcoords="offset points", ha="right", va="bottom",

@@ -85,3 +85,12 @@ def test_the_arrays_typed_on_the_page_are_the_package_toy():
     exec(typed.split("dots_0")[0], scope)  # noqa: S102 - the book's own cell
     for name, want in (("Q", TOY_Q), ("K", TOY_K), ("V", TOY_V)):
         np.testing.assert_array_equal(scope[name], want, err_msg=name)
+
+
+def test_a_query_along_k0_still_gives_k1_the_most_weight():
+    """The page: q = (0, 2) points along k0, yet k1 (longer) wins: a dot product rewards length too."""
+    q_up = np.array([0.0, 2.0])
+    cos = TOY_K @ q_up / np.linalg.norm(TOY_K, axis=1) / np.linalg.norm(q_up)
+    assert np.argmax(cos) == 0                                   # k0 is the key q points along
+    _, w = scaled_dot_product_attention(q_up[None, :], TOY_K, TOY_V)
+    assert np.argmax(w[0]) == 1 and w[0, 1] > 2 * w[0, 0]

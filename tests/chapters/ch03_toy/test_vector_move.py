@@ -3,6 +3,8 @@ their name and leave the picture as it was, the still is a PNG, and the browser'
 (run in Node) equal the core's."""
 import base64
 
+import matplotlib.colors
+
 import numpy as np
 import pytest
 import traitlets
@@ -12,6 +14,7 @@ from qkv_viz.chapters.ch03_toy.figures import barycentric
 from qkv_viz.chapters.ch03_toy.toy import TOY_K, TOY_Q, TOY_V
 from qkv_viz.chapters.ch03_toy.vector_move import VectorMoveFigure, vector_move
 from qkv_viz.core.attention import scaled_dot_product_attention
+from qkv_viz.viz import style
 from qkv_viz.viz.canvas import module_source
 
 
@@ -95,3 +98,14 @@ def test_still_shows_the_shares_below_as_the_text_says():
     assert bar.get_position().y1 < min(ax.get_position().y0 for ax in still.axes[:2])  # under both planes
     widths = [p.get_width() for p in bar.patches]
     np.testing.assert_allclose(widths, fig.weights)
+
+
+def test_still_draws_the_query_as_a_solid_arrow_and_names_the_key_it_equals():
+    from matplotlib.patches import FancyArrow
+    from qkv_viz.chapters.ch03_toy.vector_move import vector_move
+    left = vector_move().still().axes[0]
+    assert all(line.get_alpha() in (None, 1.0) for line in left.lines)   # no pale band: every line solid
+    orange = [p for p in left.patches if isinstance(p, FancyArrow)
+              and np.allclose(p.get_facecolor()[:3], matplotlib.colors.to_rgb(style.QUERY_COLOR))]
+    assert len(orange) == 1                                                 # the query's arrow
+    assert "k1 (= q)" in [t.get_text() for t in left.texts]

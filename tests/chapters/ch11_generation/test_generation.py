@@ -140,3 +140,16 @@ def test_rope_keys_turned_once_as_they_enter_the_cache_give_the_training_pass():
         np.testing.assert_allclose(row[:, 0], training[:, t], atol=1e-12)
     # turning the values too would change the outputs: the page's "values are not turned" matters
     assert np.abs(softmax(np.where(np.tri(T, dtype=bool), scores, -np.inf), axis=-1) @ apply_rope(V) - training).max() > 1e-3
+
+
+def test_head_0_alone_is_a_bigram_table_that_loops():
+    """The page: without head 1's values the writer loops 'the cat sat on the cat sat on the cat'."""
+    from qkv_viz.chapters.ch11_generation.generation import VOCAB, hand_built_model, write
+    from qkv_viz.core.kv_cache import GQAParams
+
+    E, p = hand_built_model()
+    W_v = p.W_v.copy()
+    W_v[:, 6:] = 0                                   # head 1 hands back nothing
+    alone = GQAParams(p.W_q, p.W_k, W_v, p.W_o, n_heads=2, n_kv_heads=2)
+    assert " ".join(write(E, alone, VOCAB, ["the", "cat"])[0]) == "the cat sat on the cat sat on the cat"
+    assert " ".join(write(E, p, VOCAB, ["the", "cat"])[0]) == "the cat sat on the mat ."

@@ -14,11 +14,15 @@ RIVER, RATES = "the river bank flooded", "the bank raised its rates"
 
 @pytest.fixture(scope="module")
 def page():
-    """The namespace of the chapter's code cell that defines ``self_attention``."""
+    """The namespace of the chapter's two code cells that define the table and ``self_attention``."""
+    return _page_namespace()
+
+
+def _page_namespace():
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
-    source = next(s for s in cells if "def self_attention" in s)
     ns = {}
-    exec(compile(source, str(NOTEBOOK), "exec"), ns)
+    for needle in ("table = {", "def self_attention"):
+        exec(compile(next(s for s in cells if needle in s), str(NOTEBOOK), "exec"), ns)
     return ns
 
 
@@ -88,9 +92,7 @@ def test_the_output_added_back_leans_bank_towards_one_sense(page):
 
 def test_the_exercises_sentence_is_the_pages():
     from qkv_viz.chapters.ch00_start import exercises as ch00
-    ns = {}
-    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
-    exec(compile(next(s for s in cells if "def self_attention" in s), str(NOTEBOOK), "exec"), ns)
+    ns = _page_namespace()
     np.testing.assert_array_equal(ch00.RATES_X, ns["embed"](RATES))
     assert ch00.RATES == tuple(RATES.split())
     np.testing.assert_array_equal(ch00.PAGE_W_K, ns["W_k"])

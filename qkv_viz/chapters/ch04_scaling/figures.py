@@ -45,7 +45,7 @@ def softmax_sharpness_figure(c, sat, S: int):
     """What does softmax do to a row as the spread c of its scores grows? Two panels."""
     fig, (a, b) = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.36), constrained_layout=True)
     a.plot(c, sat["max_weight"], "o-", color=style.SERIES[0], label="max weight")
-    a.plot(c, sat["effective_tokens"] / S, "s--", color=style.SERIES[1], label=f"effective keys / {S}")
+    a.plot(c, sat["effective_tokens"] / S, "s--", color=style.SERIES[1], label=f"$e^H$ (effective keys) / {S}")
     a.axhline(1 / S, color="gray", lw=0.8, ls=":", label=f"lowest possible: 1/{S}")
     a.set_ylim(0, 1.05)
     a.set_title("how sharp is the row?")
@@ -59,6 +59,7 @@ def softmax_sharpness_figure(c, sat, S: int):
     for ax in (a, b):
         ax.set_xscale("log")
         ax.set_xlabel(f"spread c of the scores (std), rows of {S} keys")
+        ax.minorticks_off()
     return fig
 
 
@@ -84,8 +85,10 @@ def diagnostics_figure(on: dict, off: dict):
                                 color=COLORS[scaled], label=f"median row, {'scaled' if scaled else 'unscaled'}")[0]
                    for scaled, r in ((True, on), (False, off))]
         axes[2].set_yscale("log")
-        axes[2].legend(handles=means + medians, loc="lower left", fontsize=style.MIN_FONT_PT)
+        axes[2].legend(handles=means + medians, loc="lower left", fontsize=9)
     axes[0].set_yscale("log", base=2)
+    for ax in axes:
+        ax.minorticks_off()                                      # minor log ticks: slow to lay out, not read
     axes[1].set_ylim(0, 1.02)
     axes[0].legend(loc="upper left")
     fig.suptitle("Random attention rows against $d_k$, with and without $1/\\sqrt{d_k}$ "

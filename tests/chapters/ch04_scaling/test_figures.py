@@ -56,6 +56,9 @@ def test_curve_figures_plot_given_values():
     np.testing.assert_array_equal(fig.axes[2].lines[3].get_ydata(), off["grad_norm_median"])
     legend = [t.get_text() for t in fig.axes[2].get_legend().get_texts()]
     assert legend == ["mean row, scaled", "mean row, unscaled", "median row, scaled", "median row, unscaled"]
+    assert min(t.get_fontsize() for t in fig.axes[2].get_legend().get_texts()) >= 9   # legible at the column
+    sharp = figures.softmax_sharpness_figure(c, sat, S=8)
+    assert "$e^H$ (effective keys) / 8" in [t.get_text() for t in sharp.axes[0].get_legend().get_texts()]
     assert all(f.get_size_inches()[0] <= style.COLUMN_WIDTH for f in map(plt.figure, plt.get_fignums()))
 
 

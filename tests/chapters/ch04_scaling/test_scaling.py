@@ -79,6 +79,8 @@ def test_the_chapters_95_percent_holds_for_32_keys_and_says_so():
     on = diagnostics_vs_dk(wide, T=32, S=32, seed=0, scale=True)
     assert round(float(off["max_weight"].mean()), 2) == 0.95
     assert round(float(on["max_weight"].mean()), 2) == 0.16
+    assert round(float(off["effective_tokens"].mean()), 1) == 1.2     # e^H: 1.2 of 32 keys read
+    assert round(float(on["effective_tokens"].mean()), 1) == 20.9
     few_keys = diagnostics_vs_dk(wide, T=32, S=8, seed=0, scale=False)
     assert few_keys["max_weight"].mean() != pytest.approx(off["max_weight"].mean(), abs=0.005)  # it depends on S
 
@@ -108,3 +110,14 @@ def test_default_linear_projection_gives_entries_of_variance_one_third():
     assert abs(var - 1 / 3) < 0.03
     bound = float(layer.weight.detach().abs().max())
     assert bound <= 1 / np.sqrt(768) + 1e-9 and bound > 0.99 / np.sqrt(768)
+
+
+def test_the_saturation_maps_sharpen_without_the_factor_only():
+    """The maps' printout: a row's largest weight (8 x 8, seed 0) climbs from 0.20 to 0.86 unscaled
+    as d_k goes 1 -> 16 -> 256, and stays under 0.4 scaled; at d_k = 1 both are the same."""
+    top = {(d_k, s): weights_at_dk(d_k, 8, 8, 0, scale=s)[1].max(axis=1).mean()
+           for d_k in (1, 16, 256) for s in (True, False)}
+    assert top[1, True] == pytest.approx(top[1, False])
+    assert top[1, False] < top[16, False] < top[256, False]
+    assert round(float(top[256, False]), 2) == 0.86
+    assert max(top[d_k, True] for d_k in (1, 16, 256)) < 0.4

@@ -1,4 +1,4 @@
-"""Chapter 5 exercises: per-query gradients in closed form, the control's init std, the matched learning rate.
+"""Chapter 5 exercises: per-query gradients on W_q in closed form, and the init std that replaces the factor.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never
 the answer. Code exercises run the reader's function on fresh random cases
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.chapters.ch05_saturation.saturation import matched_lr
 from qkv_viz.chapters.feedback import Feedback, check_function
 
 
@@ -98,43 +97,3 @@ def check_control_std(fn, seed=None) -> Feedback:
     """Exercise 2: ``fn(d_model, d_k, x_std)`` returns the init std that gives unscaled scores std 1."""
     return check_function(fn, control_init_std_for, control_std_cases(seed=seed), name="your control_std",
                           diagnose=_diagnose_control_std, atol=1e-12)
-
-
-# ---------------------------------------------------------------- exercise 3: the matched learning rate
-def matched_lr_reference(lr: float, c: float, d_k: int) -> float:
-    """The Adam learning rate at which factor ``c`` trains like the scaled run (c0 = 1/sqrt(d_k)) at ``lr``."""
-    return matched_lr(lr, c, d_k)
-
-
-def matched_lr_cases(n: int = 6, seed=None) -> list:
-    """(lr, c, d_k): factors on both sides of 1/sqrt(d_k), widths the chapter did not train."""
-    rng = np.random.default_rng(seed)
-    cases = []
-    for i in range(n):
-        d_k = int(rng.choice([16, 64, 128, 256, 2048]))
-        c = [1.0, 1.0 / d_k, float(rng.uniform(0.01, 0.5))][i % 3]
-        cases.append((float(rng.choice([1e-4, 3e-4, 1e-3, 3e-3])), c, d_k))
-    return cases
-
-
-def _diagnose_matched_lr(got, want, case):
-    lr, c, d_k = case
-    got = float(np.asarray(got).reshape(-1)[0]) if np.size(got) == 1 else None
-    if got is None or np.isclose(got, want, rtol=1e-6, atol=0):
-        return None
-    ratio = 1 / (np.sqrt(d_k) * c)  # c0 / c
-    if np.isclose(got, lr / d_k ** 0.25):
-        return f"your answer ignores c (here c = {c:.3g}); only c = 1 gives lr / d_k ** 0.25."
-    if np.isclose(got, lr / np.sqrt(ratio)):
-        return ("the wrong way round: a smaller c means larger W_q, W_k for the same scores, "
-                "and larger parameters need a larger learning rate to move by the same fraction.")
-    if np.isclose(got, lr * ratio) or np.isclose(got, lr / ratio):
-        return ("c multiplies W_q times W_k, so each matrix carries only sqrt(c / c0) of it: "
-                "take a square root.")
-    return None
-
-
-def check_matched_lr(fn, seed=None) -> Feedback:
-    """Exercise 3: ``fn(lr, c, d_k)`` returns the learning rate matched to the scaled run's ``lr``."""
-    return check_function(fn, matched_lr_reference, matched_lr_cases(seed=seed), name="your matched_lr",
-                          diagnose=_diagnose_matched_lr, atol=1e-15)

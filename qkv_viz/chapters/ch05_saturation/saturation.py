@@ -1,4 +1,6 @@
-"""The saturation bug, reproduced: a tiny retrieval task trained with and without 1/sqrt(d_k).
+"""A retrieval task trained with and without 1/sqrt(d_k), over seeds: the engine of benchmarks/bench_saturation.py.
+
+The chapter itself (notebooks/05_saturation_bug.ipynb) trains the simpler ``toy`` on the page.
 
 Task. Each example is a sequence of ``seq_len`` random key tokens x_j (d_model,
 unit variance per component) carrying random labels y_j in 0..n_classes-1, and
@@ -335,32 +337,3 @@ def seed_sweep(seeds=(0, 1, 2), d_k: int = 512, steps: int = 60, **overrides) ->
                          grad_ratio=s.grad_norm_q[0] / u.grad_norm_q[0],
                          median_grad_ratio=s.grad_q_median[0] / u.grad_q_median[0]))
     return rows
-
-
-def summary_table(runs: dict) -> str:
-    """A fixed-width text table of the key numbers of each run (rounded, deterministic)."""
-    w = max([12] + [len(name) + 1 for name in runs])   # the name column
-    groups = f"{'':<{w + 9}}{' first batch, step 0 ':-^26} {' outcome ':-^22}"
-    head = f"{'run':<{w}}{'lr':>9}{'score std':>10}{'entropy':>9}{'max w':>7}{'acc@end':>9}{'steps to 90%':>14}"
-    lines = [groups, head]
-    for name, r in runs.items():
-        reach = r.steps_to(0.9)
-        lines.append(f"{name:<{w}}{r.config.lr:>9.1e}{r.score_std[0]:>10.2f}{r.entropy[0]:>9.2f}"
-                     f"{r.max_weight[0]:>7.2f}{r.final_acc():>9.2f}{'never' if reach is None else reach:>14}")
-    T = next(iter(runs.values())).config.seq_len if runs else 1
-    lines.append(f"(entropy in nats: 0 for a one-hot row, ln {T} = {np.log(T):.2f} for a uniform one)")
-    return "\n".join(lines)
-
-
-def diagnose(scores, low: float = 0.1, high: float = 3.0) -> str:
-    """Read an attention failure off the scores (..., T, S) before softmax.
-
-    Mean row std of the scores below ``low`` (hundredths): "uniform" (scores too small,
-    every key gets about 1/S); above ``high`` (tens): "saturated" (near one-hot rows,
-    almost no gradient through the softmax for most rows); otherwise "healthy" (torch's
-    ``nn.Linear`` default start, std about 1/3, trains as fast as std 1: chapter 5).
-    """
-    spread = float(np.mean(score_std(scores)))
-    if spread < low:
-        return "uniform"
-    return "saturated" if spread > high else "healthy"

@@ -17,10 +17,3 @@ def control_std(d_model, d_k, x_std):
     """2. Var(q entry) = d_model x_std^2 std^2 and Var(q . k) = d_k Var(q entry)^2 = 1."""
     var_q = 1 / np.sqrt(d_k)                 # the variance each q and k entry must have
     return np.sqrt(var_q / (d_model * x_std ** 2))
-
-
-def matched_lr(lr, c, d_k):
-    """3. Factor c = W_q, W_k each sqrt(c / c0) times the scaled run's (c0 = 1/sqrt(d_k)). Adam moves a
-    parameter by about lr per step, so parameters a = sqrt(c0 / c) times larger need lr * a."""
-    c0 = 1 / np.sqrt(d_k)
-    return lr * np.sqrt(c0 / c)

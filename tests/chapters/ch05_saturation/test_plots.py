@@ -1,0 +1,43 @@
+"""Chapter 5's two figures draw what they are given, legibly."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from qkv_viz.chapters.ch05_saturation import plots as sp  # noqa: E402
+from qkv_viz.viz import style  # noqa: E402
+
+
+def test_smooth_matches_running_mean():
+    v = np.arange(10.0)
+    out = sp.smooth(v, 3)
+    assert out[0] == 0 and out[1] == 0.5 and out[5] == pytest.approx(np.mean(v[3:6]))
+    with pytest.raises(ValueError):
+        sp.smooth(v, 0)
+
+
+def test_query_gradients_sorted_log_and_floored():
+    norms = {"scaled": np.array([0.2, 0.5, 0.1]), "unscaled": np.array([0.0, 3.0, 1e-6])}
+    lines = sp.query_gradients(norms, floor=1e-12)
+    ax = lines[0].axes
+    np.testing.assert_allclose(lines[0].get_ydata(), [0.5, 0.2, 0.1])
+    np.testing.assert_allclose(lines[1].get_ydata(), [3.0, 1e-6, 1e-12])      # an exact 0 drawn at the floor
+    assert ax.get_yscale() == "log" and ax.get_ylim()[0] < 1e-12
+    assert [ln.get_color() for ln in lines] == [sp.COLORS["scaled"], sp.COLORS["unscaled"]]
+    plt.close("all")
+
+
+def test_learning_curves_and_a_correct_chance_line():
+    acc = {"scaled": np.linspace(0, 1, 30), "unscaled": np.zeros(30)}
+    lines = sp.learning_curves(acc, chance=1 / 16, window=5)
+    np.testing.assert_allclose(lines[0].get_ydata(), sp.smooth(acc["scaled"], 5))
+    chance = lines[-1]
+    assert chance.get_ydata()[0] == pytest.approx(1 / 16) and chance.get_label() == "chance (1 key in 16)"
+    fig = chance.axes.figure
+    assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
+    fig.canvas.draw()
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+    assert min(sizes) >= style.MIN_FONT_PT
+    plt.close("all")

@@ -10,7 +10,7 @@ import numpy as np
 
 from qkv_viz.viz import style
 
-COLORS = {"scaled": style.SCALED_COLOR, "unscaled": style.UNSCALED_COLOR}
+COLORS = {"scaled": style.SCALED_COLOR, "unscaled": style.UNSCALED_COLOR, "divided twice": style.CONTROL_COLOR}
 
 
 def _color(name: str, i: int) -> str:
@@ -64,3 +64,24 @@ def learning_curves(acc: dict, chance: float, ax=None, window: int = 5):
     ax.set_ylabel("accuracy")
     ax.legend(frameon=False, loc="center right")
     return lines
+
+
+def weight_rows(rows: dict, axes=None):
+    """One bar chart per row of weights, ``{name: (S,) weights}``, side by side on a shared 0..1 axis.
+
+    Returns the bar containers.
+    """
+    if axes is None:
+        _, axes = plt.subplots(1, len(rows), figsize=style.figsize(1.0, 0.26), sharey=True, layout="constrained")
+    axes = np.atleast_1d(axes)
+    if len(axes) != len(rows):
+        raise ValueError(f"need one axis per row: {len(rows)} rows, {len(axes)} axes")
+    bars = []
+    for i, (ax, (name, w)) in enumerate(zip(axes, rows.items())):
+        w = np.asarray(w, dtype=float)
+        bars.append(ax.bar(np.arange(w.size), w, color=_color(name, i)))
+        ax.set_title(name)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("key")
+    axes[0].set_ylabel(style.WEIGHTS_LABEL)
+    return bars

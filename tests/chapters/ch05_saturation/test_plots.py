@@ -41,3 +41,17 @@ def test_learning_curves_and_a_correct_chance_line():
     sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
     assert min(sizes) >= style.MIN_FONT_PT
     plt.close("all")
+
+
+def test_weight_rows_one_panel_per_row():
+    rows = {"scaled": np.full(4, 0.25), "unscaled": np.array([0.0, 1.0, 0.0, 0.0])}
+    bars = sp.weight_rows(rows)
+    assert [b.patches[1].get_height() for b in bars] == [0.25, 1.0]
+    axes = [b.patches[0].axes for b in bars]
+    assert [ax.get_title() for ax in axes] == ["scaled", "unscaled"] and axes[0].get_ylim() == (0, 1)
+    fig = axes[0].figure
+    fig.canvas.draw()
+    assert min(t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text()) >= style.MIN_FONT_PT
+    with pytest.raises(ValueError, match="one axis per row"):
+        sp.weight_rows(rows, axes=[axes[0]])
+    plt.close("all")

@@ -29,7 +29,7 @@ def test_unscaled_scores_spread_sqrt_dk_wider_and_rows_saturate(seed):
     dots = (x @ W_q) @ (x @ W_k).swapaxes(-1, -2)                     # (B, T, T)
     assert dots.std(-1).mean() == pytest.approx(np.sqrt(D), rel=0.15)
     assert (dots / np.sqrt(D)).std(-1).mean() == pytest.approx(1.0, rel=0.15)
-    assert np.mean(toy.softmax(dots).max(-1) > 0.99) > 0.4            # "about half" one-hot
+    assert 0.35 < np.mean(toy.softmax(dots).max(-1) > 0.99) < 0.7     # "about half" one-hot
     assert toy.softmax(dots / D).max(-1).mean() < 1.5 / 16            # divided twice: nearly uniform
 
 

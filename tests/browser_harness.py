@@ -16,9 +16,16 @@ page (the figures' self-contained text/html, no Jupyter at all).
 always stops it. ``lab_browser`` opens Debian's Chromium through Playwright and records
 every console error, page error and request to a host other than the loopback address
 (those requests are also blocked: the book must work offline).
+
+The test suite shares the expensive parts within one pytest process (one xdist worker):
+one Chromium (``shared_browser``), and ``jupyter(frontend)``: one Jupyter server per front
+end on a copy of notebooks/ (tests write their one-cell notebooks into its root) with one
+page, handed from test to test with its notebook closed and its error lists cleared.
+``close_shared()`` (tests/conftest.py, at the end of the session) stops them.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import json
@@ -184,19 +191,94 @@ def is_loopback(url: str) -> bool:
     return parts.scheme in LOCAL_SCHEMES or parts.hostname in LOOPBACK_HOSTS
 
 
-@contextlib.contextmanager
-def chromium():
-    """Debian's Chromium through Playwright (headless, offline flags); closed on exit."""
-    from playwright.sync_api import sync_playwright
+# --- what one pytest process shares: Chromium, and one Jupyter server + page per front end ---
+# (Playwright's sync API runs once per thread: every page of the process comes from here.)
+_SHARED: dict = {}
+NOTEBOOKS = pathlib.Path(os.environ.get("QKV_BROWSER_NOTEBOOKS", REPO / "notebooks"))
+
+
+def shared_browser():
+    """The process's Chromium through Playwright (headless, offline flags), launched on first
+    use and closed by :func:`close_shared` (or at exit)."""
+    browser = _SHARED.get("browser")
+    if browser is not None and browser.is_connected():
+        return browser
     exe = chromium_path()
     if exe is None:
         raise RuntimeError("Chromium not found (apt-get install chromium, or set QKV_CHROMIUM)")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS, headless=True)
+    if "playwright" not in _SHARED:
+        from playwright.sync_api import sync_playwright
+        _SHARED["playwright"] = sync_playwright().start()
+        atexit.register(close_shared)
+    _SHARED["browser"] = _SHARED["playwright"].chromium.launch(executable_path=exe, args=CHROMIUM_ARGS,
+                                                               headless=True)
+    return _SHARED["browser"]
+
+
+@contextlib.contextmanager
+def chromium():
+    """The shared Chromium (see :func:`shared_browser`); it stays open after the block."""
+    yield shared_browser()
+
+
+def shared_server(frontend: str):
+    """The process's Jupyter server for ``frontend`` on a temporary copy of NOTEBOOKS, started
+    on first use. One per front end: with both on one server, jupyter_server's static-file
+    cache, shared by Lab's and Notebook's handlers, answers Notebook 7's font requests with
+    403 once Lab has asked for a font of the same (hashed) name."""
+    key = ("server", frontend)
+    if key in _SHARED and _SHARED[key][1].proc.poll() is not None:
+        _SHARED.pop(key)[0].__exit__(None, None, None)      # it died: start another
+    if key not in _SHARED:
+        manager = lab_server(NOTEBOOKS)
+        _SHARED[key] = (manager, manager.__enter__())
+    return _SHARED[key][1]
+
+
+@contextlib.contextmanager
+def jupyter(frontend: str = "lab", viewport=(1280, 1000)):
+    """A :class:`Book` on the process's shared server and page for ``frontend`` (both started
+    on first use; ``book.startup_problems`` keeps what the page logged while the application
+    started). On exit the open notebook is closed (its kernel shut down), the error lists are
+    cleared and the viewport is restored, so the next test starts from the same page."""
+    if frontend not in FRONTENDS:
+        raise ValueError(f"frontend must be one of {FRONTENDS}, got {frontend!r}")
+    server = shared_server(frontend)
+    key = ("book", frontend)
+    book = _SHARED.get(key)
+    if book is None or book.page.is_closed() or book.server is not server:
+        if book is not None:
+            book.page.context.close()
+        context = shared_browser().new_context(viewport={"width": 1280, "height": 1000})
+        book = Book(context.new_page(), server, frontend)
+        book.start()
+        _SHARED[key] = book
+    book.clear()
+    book.page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+    try:
+        yield book
+    finally:
         try:
-            yield browser
-        finally:
-            browser.close()
+            book.close()
+            book.clear()
+            book.page.set_viewport_size({"width": 1280, "height": 1000})
+        except Exception:               # a page left broken: the next test gets a new one
+            _SHARED.pop(key, None)
+            with contextlib.suppress(Exception):
+                book.page.context.close()
+
+
+def close_shared() -> None:
+    """Stop the shared servers and Chromium (tests/conftest.py calls it when the session ends)."""
+    for key in [k for k in _SHARED if isinstance(k, tuple) and k[0] == "server"]:
+        with contextlib.suppress(Exception):
+            _SHARED.pop(key)[0].__exit__(None, None, None)
+    for key in [k for k in _SHARED if isinstance(k, tuple)]:
+        _SHARED.pop(key, None)
+    for name in ("browser", "playwright"):
+        thing = _SHARED.pop(name, None)
+        with contextlib.suppress(Exception):
+            thing.close() if name == "browser" else thing.stop()
 
 
 FRONTENDS = ("lab", "notebook7")
@@ -208,11 +290,13 @@ def lab_browser(server: LabServer, viewport=(1280, 1000), frontend: str = "lab")
     (``"notebook7"``); yields a :class:`Book` once the application has started."""
     if frontend not in FRONTENDS:
         raise ValueError(f"frontend must be one of {FRONTENDS}, got {frontend!r}")
-    with chromium() as browser:
-        context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+    context = shared_browser().new_context(viewport={"width": viewport[0], "height": viewport[1]})
+    try:
         book = Book(context.new_page(), server, frontend)
         book.start()
         yield book
+    finally:
+        context.close()
 
 
 @contextlib.contextmanager
@@ -234,8 +318,9 @@ def static_page(html: str, viewport=(1000, 1000)):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        with chromium() as browser:
-            page = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}).new_page()
+        context = shared_browser().new_context(viewport={"width": viewport[0], "height": viewport[1]})
+        try:
+            page = context.new_page()
             problems = []
             page.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text[:300]}"))
             page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
@@ -243,6 +328,8 @@ def static_page(html: str, viewport=(1000, 1000)):
             page.context.route(lambda url: not is_loopback(url), lambda route: route.abort())
             page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html")
             yield page, problems
+        finally:
+            context.close()
     finally:
         server.shutdown()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -279,6 +366,9 @@ BUSY_JS = """() => {
 }"""
 LOADING_JS = """() => [...window.__qkv.widget.node.querySelectorAll('.jp-OutputArea-output')]
     .filter(n => n.textContent.trim() === 'Loading widget...').length"""
+UNSETTLED_JS = """() => [...window.__qkv.widget.node.querySelectorAll('.jp-OutputArea-output')]
+    .some((n) => n.textContent.trim() === 'Loading widget...'
+      || [...n.querySelectorAll('img')].some((i) => !i.complete))"""
 PROBLEMS_JS = """() => {
   const w = window.__qkv.widget, found = [...window.__qkv.kernelErrors];
   w.content.widgets.forEach((cell, i) => {
@@ -400,6 +490,7 @@ class Book:
         page.set_default_timeout(timeout_ms)
         self._goto(self.server.url if self.frontend == "lab"
                    else f"{self.server.base}/tree?token={self.server.token}", timeout_ms)
+        self.startup_problems = self.page_problems()   # the application's own start, kept
 
     def _goto(self, url: str, timeout_ms: int = 60_000) -> None:
         page = self.page
@@ -444,6 +535,13 @@ class Book:
         self._goto(f"{self.server.base}/notebooks/{urllib.parse.quote(path)}?token={self.server.token}")
         self.page.evaluate(NB7_OPEN_JS)
 
+    def run_new(self, source: str, name: str, timeout: float = 120.0) -> str:
+        """Write a notebook of one cell holding ``source`` into the server's folder, open it
+        and run it; return its name."""
+        self.open(one_cell_notebook(self.server.root, source, name))
+        self.run_all(timeout)
+        return name
+
     def run_all(self, timeout: float = 120.0) -> None:
         """Run every cell and wait for the kernel to be idle and widgets to have loaded."""
         self.page.evaluate(RUN_ALL_JS)
@@ -481,6 +579,11 @@ class Book:
         self.page.evaluate(WATCH_JS, [selector, timeout_ms])
         self.page.keyboard.press(key)
         return self.page.evaluate("() => window.__qkvWatch")
+
+    def wait_settled(self, timeout: float = 30.0) -> None:
+        """A notebook opened, not run: wait until no output says "Loading widget..." (each
+        saved figure is drawn or has failed) and every output picture has loaded."""
+        self._wait(UNSETTLED_JS, timeout, "outputs still loading")
 
     def close(self) -> None:
         """Shut the notebook's kernel down and close its tab (Lab)."""

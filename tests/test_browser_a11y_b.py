@@ -18,13 +18,11 @@ Skipped without Chromium / Playwright (QKV_REQUIRE_BROWSER=1 turns the skip into
 from __future__ import annotations
 
 import contextlib
-import pathlib
-import tempfile
 
 import numpy as np
 import pytest
 
-from browser_harness import lab_browser, lab_server, one_cell_notebook, run_axe, serious, static_page
+from browser_harness import jupyter, run_axe, serious, static_page
 from test_browser import _need_browser
 from test_browser_headview import TOKENS, W  # the head view's toy: river bank, four tokens
 
@@ -268,22 +266,16 @@ SOURCE = ("import numpy as np\nfrom qkv_viz.viz.headview import head_view\n"
 @pytest.mark.parametrize("frontend", ["lab", "notebook7"])
 def test_live_head_view_by_keyboard(frontend):
     _need_browser()
-    with tempfile.TemporaryDirectory(prefix="qkv-a11y-") as tmp:
-        name = one_cell_notebook(pathlib.Path(tmp), SOURCE, "headview_a11y.ipynb")
-        with lab_server(pathlib.Path(tmp)) as lab, lab_browser(lab, frontend=frontend) as book:
-            try:
-                book.open(name)
-                book.run_all()
-                fig = book.page.locator(".qkv-headview")
-                fig.wait_for(timeout=60_000)
-                found = serious(run_axe(book.page, ".qkv-headview"))
-                assert not found, "\n".join(found)
-                flags = fig.evaluate(f"(root) => ({CONTROLS_JS})(root).map((n) => "
-                                     "n.getAttribute('data-lm-suppress-shortcuts'))")
-                assert len(flags) == 2 * len(TOKENS) and set(flags) == {"true"}, flags
-                _assert_head_view_keys(book.page, fig)
-                mode = book.page.evaluate("() => window.__qkv.widget.content.mode")
-                assert mode == "command", f"Enter on a token opened the cell editor ({mode})"
-                assert not book.problems(), book.problems()
-            finally:
-                book.close()
+    with jupyter(frontend) as book:
+        book.run_new(SOURCE, "headview_a11y.ipynb")
+        fig = book.page.locator(".qkv-headview")
+        fig.wait_for(timeout=60_000)
+        found = serious(run_axe(book.page, ".qkv-headview"))
+        assert not found, "\n".join(found)
+        flags = fig.evaluate(f"(root) => ({CONTROLS_JS})(root).map((n) => "
+                             "n.getAttribute('data-lm-suppress-shortcuts'))")
+        assert len(flags) == 2 * len(TOKENS) and set(flags) == {"true"}, flags
+        _assert_head_view_keys(book.page, fig)
+        mode = book.page.evaluate("() => window.__qkv.widget.content.mode")
+        assert mode == "command", f"Enter on a token opened the cell editor ({mode})"
+        assert not book.problems(), book.problems()

@@ -127,44 +127,41 @@ KERNEL_PRINT_JS = """async (code) => {
 def test_live_vector_move_in_jupyterlab_syncs_the_dragged_query_to_python():
     """The live widget: a drag moves the picture and Python's trait; setting it from Python
     moves the picture; a refused value leaves both as they were."""
-    import pathlib
-    import tempfile
 
-    from browser_harness import lab_browser, lab_server, one_cell_notebook
+    from browser_harness import jupyter, one_cell_notebook
     _need_browser()
-    with tempfile.TemporaryDirectory(prefix="qkv-vm-") as tmp:
-        name = one_cell_notebook(pathlib.Path(tmp), "from qkv_viz.chapters.ch03_toy.vector_move import vector_move\n"
+    with jupyter("lab") as book:
+        name = one_cell_notebook(book.server.root, "from qkv_viz.chapters.ch03_toy.vector_move import vector_move\n"
                                   "figure = vector_move()\nfigure", "vm.ipynb")
-        with lab_server(pathlib.Path(tmp)) as lab, lab_browser(lab, frontend="lab") as book:
-            try:
-                book.open(name)
-                book.run_all()
-                fig = book.page.locator(".qkv-vector-move")
-                fig.wait_for(timeout=60_000)
-                fig.scroll_into_view_if_needed()
-                box = fig.locator(".qkv-query-plane").bounding_box()
-                px = lambda x, y: (box["x"] + 30 + 256 * (x + 3) / 6, box["y"] + 26 + 256 * (3 - y) / 6)  # noqa: E731
-                book.page.mouse.move(*px(1, 2))
-                book.page.mouse.down()
-                for t in np.linspace(0, 1, 6)[1:]:
-                    book.page.mouse.move(*px(1 + 1.5 * t, 2 - 3 * t))
-                book.page.mouse.up()
-                shown = fig.evaluate(NUMBERS_JS)
-                assert shown["settings"]["q"] == pytest.approx([2.5, -1.0], abs=0.11)
-                _assert_core(shown)
-                book.page.wait_for_timeout(500)
-                got = book.page.evaluate(KERNEL_PRINT_JS, "print(figure.q, list(figure.weights.round(12)))")
-                q_py = eval(got.split("]")[0] + "]")  # noqa: S307 - our own print of a list of floats
-                assert q_py == pytest.approx(shown["settings"]["q"], abs=1e-12), got
-                book.page.evaluate(KERNEL_PRINT_JS, "figure.q = [0.0, -2.0]")
-                book.page.wait_for_function(f"(n) => {NUMBERS_JS}(n).settings.q[1] === -2",
-                                            arg=fig.element_handle())
-                _assert_core(fig.evaluate(NUMBERS_JS))
-                refused = book.page.evaluate(KERNEL_PRINT_JS, "try:\n    figure.q = [9.0, 0.0]\n"
-                                             "except Exception as e:\n    print(type(e).__name__, e)")
-                assert refused.startswith("TraitError") and "q must be" in refused, refused
-                assert fig.evaluate(NUMBERS_JS)["settings"]["q"] == [0.0, -2.0]
-                fig.screenshot(path=str(ARTIFACTS / "lab_ch03_vector_move.png"))
-                assert not book.problems(), book.problems()
-            finally:
-                book.close()
+        try:
+            book.open(name)
+            book.run_all()
+            fig = book.page.locator(".qkv-vector-move")
+            fig.wait_for(timeout=60_000)
+            fig.scroll_into_view_if_needed()
+            box = fig.locator(".qkv-query-plane").bounding_box()
+            px = lambda x, y: (box["x"] + 30 + 256 * (x + 3) / 6, box["y"] + 26 + 256 * (3 - y) / 6)  # noqa: E731
+            book.page.mouse.move(*px(1, 2))
+            book.page.mouse.down()
+            for t in np.linspace(0, 1, 6)[1:]:
+                book.page.mouse.move(*px(1 + 1.5 * t, 2 - 3 * t))
+            book.page.mouse.up()
+            shown = fig.evaluate(NUMBERS_JS)
+            assert shown["settings"]["q"] == pytest.approx([2.5, -1.0], abs=0.11)
+            _assert_core(shown)
+            book.page.wait_for_timeout(500)
+            got = book.page.evaluate(KERNEL_PRINT_JS, "print(figure.q, list(figure.weights.round(12)))")
+            q_py = eval(got.split("]")[0] + "]")  # noqa: S307 - our own print of a list of floats
+            assert q_py == pytest.approx(shown["settings"]["q"], abs=1e-12), got
+            book.page.evaluate(KERNEL_PRINT_JS, "figure.q = [0.0, -2.0]")
+            book.page.wait_for_function(f"(n) => {NUMBERS_JS}(n).settings.q[1] === -2",
+                                        arg=fig.element_handle())
+            _assert_core(fig.evaluate(NUMBERS_JS))
+            refused = book.page.evaluate(KERNEL_PRINT_JS, "try:\n    figure.q = [9.0, 0.0]\n"
+                                         "except Exception as e:\n    print(type(e).__name__, e)")
+            assert refused.startswith("TraitError") and "q must be" in refused, refused
+            assert fig.evaluate(NUMBERS_JS)["settings"]["q"] == [0.0, -2.0]
+            fig.screenshot(path=str(ARTIFACTS / "lab_ch03_vector_move.png"))
+            assert not book.problems(), book.problems()
+        finally:
+            book.close()

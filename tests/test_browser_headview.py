@@ -11,13 +11,10 @@ Skipped without Chromium / Playwright (QKV_REQUIRE_BROWSER=1 turns the skip into
 """
 from __future__ import annotations
 
-import pathlib
-import tempfile
-
 import numpy as np
 import pytest
 
-from browser_harness import lab_browser, lab_server, one_cell_notebook, static_page
+from browser_harness import jupyter, static_page
 from test_browser import _need_browser
 
 pytestmark = pytest.mark.browser
@@ -115,17 +112,11 @@ SOURCE = ("import numpy as np\nfrom qkv_viz.viz.headview import head_view\n"
 
 def test_live_head_view_in_jupyterlab():
     _need_browser()
-    with tempfile.TemporaryDirectory(prefix="qkv-hv-") as tmp:
-        name = one_cell_notebook(pathlib.Path(tmp), SOURCE, "headview.ipynb")
-        with lab_server(pathlib.Path(tmp)) as lab, lab_browser(lab, frontend="lab") as book:
-            try:
-                book.open(name)
-                book.run_all()
-                fig = book.page.locator(".qkv-headview")
-                fig.wait_for(timeout=60_000)
-                _assert_drawn(fig.evaluate(STATE_JS), "q", 2)
-                fig.locator(".qkv-hv-k-0").hover()
-                _assert_drawn(fig.evaluate(STATE_JS), "k", 0)
-                assert not book.problems(), book.problems()
-            finally:
-                book.close()
+    with jupyter("lab") as book:          # closes the notebook (and its kernel) on exit
+        book.run_new(SOURCE, "headview.ipynb")
+        fig = book.page.locator(".qkv-headview")
+        fig.wait_for(timeout=60_000)
+        _assert_drawn(fig.evaluate(STATE_JS), "q", 2)
+        fig.locator(".qkv-hv-k-0").hover()
+        _assert_drawn(fig.evaluate(STATE_JS), "k", 0)
+        assert not book.problems(), book.problems()

@@ -9,12 +9,10 @@ Skipped without Chromium / Playwright (QKV_REQUIRE_BROWSER=1 turns the skip into
 from __future__ import annotations
 
 import json
-import pathlib
-import tempfile
 
 import pytest
 
-from browser_harness import lab_browser, lab_server, one_cell_notebook
+from browser_harness import jupyter, one_cell_notebook
 from test_browser import REOPEN_JS, _need_browser
 
 pytestmark = pytest.mark.browser
@@ -27,26 +25,25 @@ VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
 def test_a_saved_notebook_keeps_its_figures_state_and_reopens_with_them():
     _need_browser()
-    with tempfile.TemporaryDirectory() as tmp:
-        name = one_cell_notebook(pathlib.Path(tmp), SOURCE, "saved.ipynb")
-        with lab_server(pathlib.Path(tmp)) as lab, lab_browser(lab, frontend="lab") as book:
-            book.open(name)
-            book.run_all()
-            assert not book.problems(), book.problems()
-            book.page.evaluate("async () => { await window.__qkv.widget.context.save(); }")
-            book.close()  # the kernel is shut down: only the file remains
+    with jupyter("lab") as book:
+        name = one_cell_notebook(book.server.root, SOURCE, "saved.ipynb")
+        book.open(name)
+        book.run_all()
+        assert not book.problems(), book.problems()
+        book.page.evaluate("async () => { await window.__qkv.widget.context.save(); }")
+        book.close()  # the kernel is shut down: only the file remains
 
-            saved = json.loads((lab.root / name).read_text())
-            views = [o["data"][VIEW_MIME]["model_id"] for o in saved["cells"][0]["outputs"]
-                     if VIEW_MIME in o.get("data", {})]
-            state = saved["metadata"].get("widgets", {}).get(STATE_MIME, {}).get("state", {})
-            assert views and all(v in state for v in views), \
-                f"saved without the figure's widget state (views {views}, {len(state)} models saved)"
+        saved = json.loads((book.server.root / name).read_text())
+        views = [o["data"][VIEW_MIME]["model_id"] for o in saved["cells"][0]["outputs"]
+                 if VIEW_MIME in o.get("data", {})]
+        state = saved["metadata"].get("widgets", {}).get(STATE_MIME, {}).get("state", {})
+        assert views and all(v in state for v in views), \
+            f"saved without the figure's widget state (views {views}, {len(state)} models saved)"
 
-            book.clear()
-            book.open(name)
-            book.page.wait_for_timeout(3000)
-            assert not book.page.evaluate(REOPEN_JS), book.page.evaluate(REOPEN_JS)
-            assert book.page.locator(".qkv-figure").count() >= 1, "the reopened figure was not rebuilt"
-            assert not book.page_problems(), book.page_problems()
-            book.close()
+        book.clear()
+        book.open(name)
+        book.wait_settled()
+        assert not book.page.evaluate(REOPEN_JS), book.page.evaluate(REOPEN_JS)
+        assert book.page.locator(".qkv-figure").count() >= 1, "the reopened figure was not rebuilt"
+        assert not book.page_problems(), book.page_problems()
+        book.close()

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 import pathlib
-import tempfile
 
 import numpy as np
 import pytest
 
-from browser_harness import lab_browser, lab_server
+from browser_harness import jupyter
 from test_browser import _need_browser
 from test_browser_headview import TOKENS, W, _expected_alphas
 
@@ -56,18 +55,17 @@ def _notebook(folder: pathlib.Path) -> str:
 @pytest.fixture(scope="module")
 def book():
     _need_browser()
-    with tempfile.TemporaryDirectory(prefix="qkv-traits-") as tmp:
-        name = _notebook(pathlib.Path(tmp))
-        with lab_server(pathlib.Path(tmp)) as lab, lab_browser(lab, frontend="lab") as page_book:
-            try:
-                page_book.open(name)
-                page_book.run_all()
-                for sel in (".qkv-headview", ".qkv-rope", ".qkv-generation"):
-                    page_book.page.locator(sel).wait_for(timeout=60_000)
-                assert not page_book.problems(), page_book.problems()
-                yield page_book
-            finally:
-                page_book.close()
+    with jupyter("lab") as page_book:
+        name = _notebook(page_book.server.root)
+        try:
+            page_book.open(name)
+            page_book.run_all()
+            for sel in (".qkv-headview", ".qkv-rope", ".qkv-generation"):
+                page_book.page.locator(sel).wait_for(timeout=60_000)
+            assert not page_book.problems(), page_book.problems()
+            yield page_book
+        finally:
+            page_book.close()
 
 
 def _set(book, code: str) -> None:

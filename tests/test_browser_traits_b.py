@@ -10,13 +10,10 @@ Skipped without Chromium / Playwright (QKV_REQUIRE_BROWSER=1 turns the skip into
 """
 from __future__ import annotations
 
-import pathlib
-import tempfile
-
 import numpy as np
 import pytest
 
-from browser_harness import lab_browser, lab_server, one_cell_notebook
+from browser_harness import jupyter, one_cell_notebook
 from test_browser_ch07 import TOKENS, _need_browser, _scores
 from test_browser_traits import RUN_JS, _picture, _refused, _set, _unchanged, _until
 
@@ -33,14 +30,13 @@ CELL = ("import numpy as np\nfrom IPython.display import display\n"
 @pytest.fixture(scope="module")
 def book():
     _need_browser()
-    with tempfile.TemporaryDirectory(prefix="qkv-traits-b-") as tmp:
-        name = one_cell_notebook(pathlib.Path(tmp), CELL, "traits_b.ipynb")   # before the server starts
-        with lab_server(pathlib.Path(tmp)) as lab, lab_browser(lab, frontend="lab") as page_book:
-            page_book.open(name)
-            page_book.run_all()
-            page_book.page.locator(".qkv-toy, .qkv-masks").nth(1).wait_for(timeout=60_000)  # both drawn
-            assert not page_book.problems(), page_book.problems()
-            yield page_book
+    with jupyter("lab") as page_book:
+        name = one_cell_notebook(page_book.server.root, CELL, "traits_b.ipynb")   # before the server starts
+        page_book.open(name)
+        page_book.run_all()
+        page_book.page.locator(".qkv-toy, .qkv-masks").nth(1).wait_for(timeout=60_000)  # both drawn
+        assert not page_book.problems(), page_book.problems()
+        yield page_book
 
 
 def _refuses(book, fig, selector: str, *cases) -> None:

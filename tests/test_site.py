@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from browser_harness import CHROMIUM_ARGS, REPO, chromium_path
+from browser_harness import REPO, chromium_path, shared_browser
 
 import build_site  # scripts/ is on sys.path via the fixture below
 
@@ -46,14 +46,10 @@ def server(site):
 
 @pytest.fixture(scope="module")
 def browser():
-    path = chromium_path()
-    if path is None:
+    """The process's Chromium, shared with the other browser tests (browser_harness)."""
+    if chromium_path() is None:
         pytest.skip("Chromium not found (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
+    return shared_browser()
 
 
 def open_page(browser, url):

@@ -66,6 +66,27 @@ def sync(src: Path, dest: Path) -> dict:
     return report
 
 
+def trust(dest: Path, names, notary=None) -> list:
+    """Mark the book's own notebooks in ``dest`` as trusted (Jupyter's notebook signatures).
+
+    JupyterLab shows an untrusted notebook's live figures as their still PNGs until each cell
+    is run again; the chapters as the book ships them (``names``: files equal to ``notebooks/``)
+    are signed, so they open with working controls. A reader's own edits are not signed here
+    (JupyterLab signs what the reader saves). Returns the names signed.
+    """
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    notary = notary or NotebookNotary()
+    signed = []
+    for name in names:
+        nb = nbformat.read(Path(dest) / name, as_version=4)
+        if not notary.check_signature(nb):
+            notary.sign(nb)
+        signed.append(name)
+    return signed
+
+
 def describe(report: dict, dest: Path) -> str:
     lines = []
     if report["added"]:

@@ -47,7 +47,9 @@ def main() -> None:
 
     root = os.path.dirname(here)
     book = os.path.join(root, "book")
-    print(book_copy.describe(book_copy.sync(os.path.join(root, "notebooks"), book), "book"), flush=True)
+    report = book_copy.sync(os.path.join(root, "notebooks"), book)
+    print(book_copy.describe(report, "book"), flush=True)
+    book_copy.trust(book, report["added"] + report["updated"] + report["current"])  # live figures on opening
     argv = lab_argv(book, open_browser=os.environ.get("QKV_NO_BROWSER") is None)
     print("Starting JupyterLab on", book, "(127.0.0.1, token auth on)", flush=True)
     os.execv(argv[0], argv)

@@ -78,3 +78,30 @@ def test_make_lab_opens_the_working_copy_not_the_committed_notebooks(monkeypatch
     lab.main()
     assert seen["dest"].endswith("/book") and seen["src"].endswith("/notebooks")
     assert _opt(seen["argv"], "ServerApp.root_dir") == [seen["dest"]]
+
+
+def test_the_books_own_chapters_are_trusted_so_their_figures_open_live(tmp_path):
+    """JupyterLab renders an untrusted notebook's widget outputs as their still PNGs; the
+    chapters as shipped are signed, the reader's changed copy is left to JupyterLab."""
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    book, mine = tmp_path / "notebooks", tmp_path / "book"
+    book.mkdir()
+    for name in ("01_a.ipynb", "02_b.ipynb"):
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), book / name)
+    report = book_copy.sync(book, mine)
+    (tmp_path / "jupyter-data").mkdir()
+    notary = NotebookNotary(data_dir=str(tmp_path / "jupyter-data"))
+    read = lambda name: nbformat.read(mine / name, as_version=4)  # noqa: E731
+    assert not notary.check_signature(read("01_a.ipynb"))
+    mine_changed = read("02_b.ipynb")
+    mine_changed.cells[0].source = "2  # my answer"
+    nbformat.write(mine_changed, mine / "02_b.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("3")]), book / "02_b.ipynb")
+    report = book_copy.sync(book, mine)
+    assert report["kept"] == ["02_b.ipynb"]
+    signed = book_copy.trust(mine, report["added"] + report["updated"] + report["current"], notary)
+    assert signed == ["01_a.ipynb"]
+    assert notary.check_signature(read("01_a.ipynb"))
+    assert not notary.check_signature(read("02_b.ipynb"))

@@ -43,8 +43,8 @@ def plot_generation_step(words, weights, logits, cache, vocab, step: int, head: 
     ``vocab`` (V,) the words, ``head`` the query head drawn, ``n_prompt`` how many tokens
     the prompt gave. Left: the causal matrix of weights of head ``head`` filled up to row
     ``step``, that row (the new query's) outlined; then the K and V caches, a block of
-    columns per K/V head and a column per embedding coordinate (one per word, as E is
-    one-hot), this step's row outlined. Every text is at least ``style.MIN_FONT_PT``.
+    columns per K/V head and a column per coordinate 0..d_k-1 (the numbers written to one
+    decimal), this step's row outlined. Every text is at least ``style.MIN_FONT_PT``.
     Returns the artists: [weights image, K image, V image, title].
     """
     from matplotlib.patches import Rectangle
@@ -86,13 +86,13 @@ def plot_generation_step(words, weights, logits, cache, vocab, step: int, head: 
         full[:t + 1] = a
         arts.append(ax.imshow(full, cmap=style.SCORES_CMAP, vmin=-lim, vmax=lim, aspect="auto"))
         for i, j in zip(*np.nonzero(np.abs(np.nan_to_num(full)) > 1e-9)):
-            ax.text(j, i, f"{full[i, j]:g}", ha="center", va="center", fontsize=small,
+            ax.text(j, i, f"{full[i, j]:.1f}", ha="center", va="center", fontsize=small,
                     color="white" if abs(full[i, j]) > 0.6 * lim else "black")
         ax.add_patch(Rectangle((-0.5, t - 0.5), a.shape[1], 1, fill=False, edgecolor=style.QUERY_COLOR,
                                lw=2.5, zorder=3))
         for g in range(1, n_kv):
             ax.axvline(g * d_k - 0.5, color="black", lw=1.5)
-        ax.set_xticks(range(a.shape[1]), vocab * n_kv, rotation=90, fontsize=small)
+        ax.set_xticks(range(a.shape[1]), list(range(d_k)) * n_kv, fontsize=small)
         for g in range(n_kv):
             ax.text((g + 0.5) * d_k - 0.5, -0.6, f"K/V head {g}" if n_kv > 1 else "one K/V head",
                     ha="center", va="bottom", fontsize=small)

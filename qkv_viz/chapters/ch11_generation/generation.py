@@ -1,4 +1,4 @@
-"""Chapter 11's hand-built writer, its random layers, the published model configurations, and timing.
+"""Chapter 11's trained writer, its random layers, the published model configurations, and timing.
 
 Everything numeric the chapter prints comes from here or from ``qkv_viz.core.kv_cache``.
 """
@@ -14,26 +14,39 @@ from qkv_viz.core.validate import as_array, as_rng, positive_int
 
 SENTENCE = ("the", "cat", "sat", "on", "the", "mat")
 D_MODEL, N_HEADS = 16, 4
-VOCAB = ("the", "cat", "sat", "on", "mat", ".")
+SENTENCES = ("the cat sat on the mat .", "the dog sat on the rug .")
+VOCAB = ("the", "cat", "dog", "sat", "on", "mat", "rug", ".")
 PROMPT = ("the", "cat")
 
 
-def hand_built_model():
-    """The chapter's writer (its cell builds the same arrays on the page): one-hot embeddings E
-    (6, 6) and one layer of two heads (``GQAParams``, d_k = 6). Head 0: each query finds its own
-    key, whose value is the next word's embedding; head 1: "the" looks for "on", whose value
-    says "mat, not cat". From the prompt "the cat" it writes "the cat sat on the mat ."."""
+def trained_writer(steps: int = 150, seed: int = 8, d_model: int = 6, n_heads: int = 2, d_k: int = 4):
+    """The chapter's writer (its training cell does the same on the page): embeddings E (V, d_model)
+    = (8, 6) and one causal attention layer of ``n_heads`` heads of width ``d_k`` (``GQAParams``),
+    trained together by torch (Adam, float64, seeded: the same weights every run) so that each
+    token of SENTENCES predicts the next: logits = output @ E.T. From "the cat" it writes
+    "the cat sat on the mat .", from "the dog" "the dog sat on the rug ."."""
+    import torch
+    import torch.nn.functional as F
+
     ID = {w: i for i, w in enumerate(VOCAB)}
-    E = np.eye(len(VOCAB))                                   # (V, d_model) = (6, 6)
-    follows = ["cat", "sat", "on", "the", ".", "."]
-    W_q, W_k, W_v = np.zeros((3, 6, 12))                     # (d_model, H d_k)
-    W_q[:, :6], W_k[:, :6] = 20 * np.eye(6), np.eye(6)
-    W_v[:, :6] = E[[ID[w] for w in follows]]
-    W_q[ID["the"], 6 + ID["on"]] = 20
-    W_k[:, 6:] = np.eye(6)
-    W_v[ID["on"], 6:] = 2 * (E[ID["mat"]] - E[ID["cat"]])
-    W_o = np.vstack([np.eye(6), np.eye(6)])                  # (H d_k, d_model): adds the heads
-    return E, GQAParams(W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=2, n_kv_heads=2)
+    ids = torch.tensor([[ID[w] for w in s.split()] for s in SENTENCES])  # (2, 7)
+    torch.manual_seed(seed)
+    V, D = len(VOCAB), n_heads * d_k
+    E = torch.randn(V, d_model, dtype=torch.float64, requires_grad=True)
+    W = [torch.randn(d_model, D, dtype=torch.float64, requires_grad=True) for _ in range(3)]
+    W.append(torch.randn(D, d_model, dtype=torch.float64, requires_grad=True))
+    opt = torch.optim.Adam([E, *W], lr=0.05)
+    for _ in range(positive_int("steps", steps)):
+        x = E[ids]                                           # (2, 7, d_model)
+        q, k, v = ((x @ W_).unflatten(-1, (n_heads, d_k)).transpose(1, 2) for W_ in W[:3])  # (2, H, 7, d_k)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)   # (2, H, 7, d_k)
+        logits = out.transpose(1, 2).flatten(2) @ W[3] @ E.T            # (2, 7, V)
+        loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    E, W_q, W_k, W_v, W_o = (w.detach().numpy().copy() for w in (E, *W))
+    return E, GQAParams(W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=n_heads, n_kv_heads=n_heads)
 
 
 def write(E, params: GQAParams, vocab, prompt, stop: str = ".", max_tokens: int = 10):

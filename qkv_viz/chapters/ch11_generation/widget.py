@@ -1,4 +1,4 @@
-"""Chapter 11's generation stepper: the page's hand-built model writes its sentence one token
+"""Chapter 11's generation stepper: the page's trained model writes its sentence one token
 per step; the K and V caches grow, the new query's row of weights fills the causal matrix, and
 the new token's logits choose the next word. A control for how many K/V heads the two query
 heads share (2: multi-head, 1: multi-query, keys and values averaged).
@@ -14,7 +14,7 @@ import traitlets
 from matplotlib.figure import Figure
 
 from qkv_viz.chapters.ch11_generation.figures import plot_generation_step
-from qkv_viz.chapters.ch11_generation.generation import PROMPT, VOCAB, hand_built_model, shared_kv, write
+from qkv_viz.chapters.ch11_generation.generation import PROMPT, VOCAB, trained_writer, shared_kv, write
 from qkv_viz.core.kv_cache import GQAParams, generate
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
@@ -150,11 +150,11 @@ class GenerationFigure(CheckedFigure):
 def generation_widget(E=None, projections=None, n_heads: int = 2, vocab=VOCAB, prompt=PROMPT,
                       step: int = 0, head: int = 0, n_kv_heads: int | None = None):
     """The stepper on a model: embeddings E (V, d_model) and projections (W_q, W_k, W_v, W_o) of
-    ``n_heads`` heads; default: the chapter's hand-built writer (see :class:`GenerationFigure`)."""
+    ``n_heads`` heads; default: the chapter's trained writer (see :class:`GenerationFigure`)."""
     if (E is None) != (projections is None):
         raise ValueError("give both E and projections (W_q, W_k, W_v, W_o), or neither (the chapter's model)")
     if E is None:
-        E, params = hand_built_model()
+        E, params = trained_writer()
     else:
         if len(projections) != 4:
             raise ValueError(f"projections must be (W_q, W_k, W_v, W_o), got {len(projections)} arrays")

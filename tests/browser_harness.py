@@ -580,10 +580,11 @@ class Book:
         self.page.keyboard.press(key)
         return self.page.evaluate("() => window.__qkvWatch")
 
-    def wait_settled(self, timeout: float = 30.0) -> None:
-        """A notebook opened, not run: wait until no output says "Loading widget..." (each
-        saved figure is drawn or has failed) and every output picture has loaded."""
-        self._wait(UNSETTLED_JS, timeout, "outputs still loading")
+    def wait_settled(self, timeout: float = 60.0) -> None:
+        """A notebook opened, not run: wait (at most ``timeout`` s) until no output says
+        "Loading widget..." (each saved figure is drawn or has failed) and every output
+        picture has loaded; what is still wrong then is for the caller's checks to report."""
+        self._wait(UNSETTLED_JS, timeout, None)
 
     def close(self) -> None:
         """Shut the notebook's kernel down and close its tab (Lab)."""

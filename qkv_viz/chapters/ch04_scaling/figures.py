@@ -77,22 +77,18 @@ def diagnostics_figure(on: dict, off: dict):
         _log2_dk_axis(ax, d_ks)
         ax.set_title(title)
         ax.set_ylabel(ylabel)
-    if "grad_norm_median" in on and "grad_norm_median" in off:
-        means = axes[2].lines[:2]                                    # the two lines drawn above: row means
-        for line in means:
-            line.set_label(f"mean row, {line.get_label()}")
-        medians = [axes[2].plot(d_ks, r["grad_norm_median"], ":", marker="^" if scaled else "v", ms=4, lw=1.2,
-                                color=COLORS[scaled], label=f"median row, {'scaled' if scaled else 'unscaled'}")[0]
-                   for scaled, r in ((True, on), (False, off))]
+    handles = axes[2].lines[:2]                                  # the two row-mean curves drawn above
+    if "grad_norm_median" in off:                                # the scaled median lies on its mean: not drawn
+        handles = handles + axes[2].plot(d_ks, off["grad_norm_median"], ":", marker="v", ms=4, lw=1.2,
+                                         color=COLORS[False], label="unscaled, median row")
         axes[2].set_yscale("log")
-        axes[2].legend(handles=means + medians, loc="lower left", fontsize=9)
     axes[0].set_yscale("log", base=2)
     for ax in axes:
         ax.minorticks_off()                                      # minor log ticks: slow to lay out, not read
     axes[1].set_ylim(0, 1.02)
-    axes[0].legend(loc="upper left")
-    fig.suptitle("Random attention rows against $d_k$, with and without $1/\\sqrt{d_k}$ "
-                 "(row means; dotted: the median row)")
+    labels = ["scaled, row mean", "unscaled, row mean", "unscaled, median row"][:len(handles)]
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=9)   # below: hides no curve
+    fig.suptitle("Random attention rows against $d_k$, with and without $1/\\sqrt{d_k}$")
     return fig
 
 

@@ -53,10 +53,13 @@ def test_curve_figures_plot_given_values():
     np.testing.assert_array_equal(fig.axes[1].lines[1].get_ydata(), off["max_weight"])
     on["grad_norm_median"], off["grad_norm_median"] = on["grad_norm"] / 2, off["grad_norm"] / 3
     fig = figures.diagnostics_figure(on, off)                    # the median row drawn beside the mean
-    np.testing.assert_array_equal(fig.axes[2].lines[3].get_ydata(), off["grad_norm_median"])
-    legend = [t.get_text() for t in fig.axes[2].get_legend().get_texts()]
-    assert legend == ["mean row, scaled", "mean row, unscaled", "median row, scaled", "median row, unscaled"]
-    assert min(t.get_fontsize() for t in fig.axes[2].get_legend().get_texts()) >= 9   # legible at the column
+    np.testing.assert_array_equal(fig.axes[2].lines[2].get_ydata(), off["grad_norm_median"])
+    assert len(fig.axes[2].lines) == 3                           # the scaled median (on its mean) is not drawn
+    legend = fig.legends[0]                                      # one legend, below the panels: it hides no curve
+    assert [t.get_text() for t in legend.get_texts()] == ["scaled, row mean", "unscaled, row mean",
+                                                          "unscaled, median row"]
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    assert min(t.get_fontsize() for t in legend.get_texts()) >= 9   # legible at the column
     sharp = figures.softmax_sharpness_figure(c, sat, S=8)
     assert "$e^H$ (effective keys) / 8" in [t.get_text() for t in sharp.axes[0].get_legend().get_texts()]
     assert all(f.get_size_inches()[0] <= style.COLUMN_WIDTH for f in map(plt.figure, plt.get_fignums()))

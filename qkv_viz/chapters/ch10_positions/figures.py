@@ -105,7 +105,8 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
     faint and dashed at position 0.
 
     The angle between the solid arrows is the angle at position 0 plus (n - m) * theta_pair,
-    so it is the same for every m with the same n - m. Title: the dot product of the pair.
+    so it is the same for every m with the same n - m. Title: the pair's part of the dot product
+    (without ``start``, beside the whole q_m . k_n).
     """
     q, k = as_array("q", q, ndim=1), as_array("k", k, ndim=1)
     d_k = q.shape[0]
@@ -149,7 +150,9 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
     else:
         for spine in ax.spines.values():
             spine.set_visible(False)
-        arts.append(ax.set_title(f"m = {m:g}, n = {n:g}: $q \\cdot k$ = {qm @ kn:.3f}", fontsize=style.FONT_PT))
+        whole = apply_rope(q[None], [m], base, pairing)[0] @ apply_rope(k[None], [n], base, pairing)[0]
+        arts.append(ax.set_title(f"m = {m:g}, n = {n:g}: pair {pair} gives {qm @ kn:.3f}\n"
+                                 f"of the whole $q_m \\cdot k_n$ = {whole:.3f}", fontsize=style.FONT_PT))
     return arts
 
 

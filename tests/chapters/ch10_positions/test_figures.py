@@ -9,7 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from qkv_viz.chapters.ch10_positions import figures, toy  # noqa: E402
-from qkv_viz.core.positions import rope_dots_by_offset, sinusoidal_positions  # noqa: E402
+from qkv_viz.core.positions import apply_rope, rope_dots_by_offset, sinusoidal_positions  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -149,4 +149,7 @@ def test_turning_without_the_start_drops_the_dashed_arrows_and_keeps_the_dot_pro
     arts = figures.plot_turning(q, k, m=1, n=3, start=False)
     assert not [a for a in arts if hasattr(a, "arrow_patch") and a.arrow_patch.get_linestyle() != "solid"]
     want = np.cos(1) * -np.sin(3) + np.sin(1) * np.cos(3)
-    assert f"{want:.3f}" in arts[-1].get_text() and "m = 1, n = 3" in arts[-1].get_text()
+    title = arts[-1].get_text()
+    assert f"{want:.3f}" in title and "m = 1, n = 3" in title
+    whole = apply_rope(q[None], [1])[0] @ apply_rope(k[None], [3])[0]   # both pairs
+    assert f"whole $q_m \\cdot k_n$ = {whole:.3f}" in title and f"{whole:.3f}" != f"{want:.3f}"

@@ -140,3 +140,74 @@ def size_report(config: AttentionConfig, T: int) -> list:
 def report_text(rows, width: int = 58) -> str:
     """``size_report`` rows as aligned plain text with thousands separators."""
     return "\n".join(f"{label:{width}s} {value:>15,}" for label, value in rows)
+
+
+# ---------------------------------------------------------------- heads -> concat -> W_o
+def _matrix(ax, M, x0, y0, vmax, edge_rows=None, edge_cols=None, fmt="{:.2f}"):
+    """Draw M (r, c) as numbered cells, top-left corner at (x0, y0), y pointing down."""
+    import numpy as np
+
+    cmap = plt.get_cmap(style.SCORES_CMAP)
+    artists = []
+    for (i, j), v in np.ndenumerate(M):
+        artists.append(ax.add_patch(plt.Rectangle((x0 + j, y0 + i), 1, 1, lw=0.8, edgecolor="white",
+                                                  facecolor=cmap(0.5 + 0.5 * v / vmax))))
+        artists.append(ax.text(x0 + j + 0.5, y0 + i + 0.5, fmt.format(v) if v else "0", ha="center",
+                               va="center", fontsize=style.ANNOTATION_PT,
+                               color="white" if abs(v) > 0.6 * vmax else "black"))
+    for (r0, r1, c0, c1, color) in (edge_rows or []) + (edge_cols or []):
+        artists.append(ax.add_patch(plt.Rectangle((x0 + c0, y0 + r0), c1 - c0, r1 - r0, fill=False,
+                                                  edgecolor=color, lw=2.5)))
+    return artists
+
+
+def plot_concat_and_mix(heads, W_o, tokens, ax=None, out_labels=None):
+    """``[head_0 | ... | head_{H-1}] @ W_o = output``, with numbers in every cell.
+
+    ``heads`` (H, T, d_v) are the heads' outputs, ``W_o`` (H d_v, d_model). Head h's columns
+    of the concatenation and its block of d_v rows of W_o are framed in head h's colour
+    (:func:`head_colors`): only they meet in the product. Returns the patches and texts drawn.
+    """
+    import numpy as np
+
+    heads, W_o = np.asarray(heads, dtype=float), np.asarray(W_o, dtype=float)
+    if heads.ndim != 3 or W_o.shape[0] != heads.shape[0] * heads.shape[2]:
+        raise ValueError(f"heads must be (H, T, d_v) and W_o (H*d_v, d_model); got heads {heads.shape}, "
+                         f"W_o {W_o.shape}")
+    H, T, d_v = heads.shape
+    d_model = W_o.shape[1]
+    if len(tokens) != T:
+        raise ValueError(f"tokens: {len(tokens)} names for T = {T} rows")
+    concat = heads.transpose(1, 0, 2).reshape(T, H * d_v)        # (H, T, d_v) -> (T, H*d_v)
+    out = concat @ W_o                                           # (T, H*d_v) @ (H*d_v, d_model) -> (T, d_model)
+    vmax = max(np.abs(concat).max(), np.abs(W_o).max(), np.abs(out).max(), 1e-12)
+    colors = head_colors(H)
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(1.0, 0.32))
+    x_w = H * d_v + 2.4                                          # room for '@' and W_o's row labels
+    x_out = x_w + d_model + 1.2
+    blocks_c = [(0, T, h * d_v, (h + 1) * d_v, colors[h]) for h in range(H)]
+    blocks_w = [(h * d_v, (h + 1) * d_v, 0, d_model, colors[h]) for h in range(H)]
+    artists = _matrix(ax, concat, 0, 0, vmax, edge_cols=blocks_c)
+    artists += _matrix(ax, W_o, x_w, 0, vmax, edge_rows=blocks_w)
+    artists += _matrix(ax, out, x_out, 0, vmax)
+    for x, s in ((H * d_v + 0.45, "@"), (x_w + d_model + 0.6, "=")):
+        artists.append(ax.text(x, min(T, H * d_v) / 2, s, ha="center", va="center", fontsize=style.TITLE_PT + 3))
+    for h in range(H):
+        artists.append(ax.text((h + 0.5) * d_v, -0.2, f"head {h}", ha="center", va="bottom", rotation=90,
+                               color=colors[h], fontsize=style.FONT_PT, fontweight="bold"))
+        artists.append(ax.text(x_w - 0.1, (h + 0.5) * d_v, f"head {h}", ha="right", va="center",
+                               color=colors[h], fontsize=style.FONT_PT, fontweight="bold"))
+    for x, w, s in ((0, H * d_v, f"concat ({T}, {H * d_v})"), (x_w, d_model, f"W_o ({H * d_v}, {d_model})"),
+                    (x_out, d_model, f"output ({T}, {d_model})")):
+        artists.append(ax.text(x + w / 2, T + 0.35, s, ha="center", va="top", fontsize=style.FONT_PT))
+    for t, name in enumerate(tokens):
+        artists.append(ax.text(-0.15, t + 0.5, name, ha="right", va="center", fontsize=style.FONT_PT))
+    for j, name in enumerate(out_labels or []):
+        artists.append(ax.text(x_out + j + 0.5, -0.2, name, ha="center", va="bottom", rotation=90,
+                               fontsize=style.FONT_PT))
+    ax.set_xlim(-1.6, x_out + d_model + 0.1)
+    ax.set_ylim(T + 1.3, -2.0)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return artists

@@ -81,3 +81,24 @@ def test_projection_shapes_reshape_label_clear_of_the_cards(T):
     box = label.get_window_extent(renderer)
     for card in rects[1 + 2 * config.n_heads:]:
         assert not box.overlaps(card.get_window_extent(renderer)), f"label over a card at T={T}"
+
+
+def test_concat_and_mix_draws_the_product_and_frames_each_heads_blocks():
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    from qkv_viz.chapters.ch06_multi_head.sizes_figures import plot_concat_and_mix
+    rng = np.random.default_rng(0)
+    heads, W_o = rng.normal(size=(2, 3, 2)), rng.normal(size=(4, 5))     # H=2, T=3, d_v=2; d_model=5
+    artists = plot_concat_and_mix(heads, W_o, ["a", "b", "c"])
+    texts = [a.get_text() for a in artists if hasattr(a, "get_text")]
+    out = np.concatenate(list(heads), axis=1) @ W_o                       # (3, 4) @ (4, 5) -> (3, 5)
+    assert f"{out[2, 4]:.2f}" in texts and f"{W_o[3, 0]:.2f}" in texts and f"{heads[1, 0, 1]:.2f}" in texts
+    assert texts.count("head 0") == 2 and texts.count("head 1") == 2          # over the columns, beside W_o's rows
+    frames = [a for a in artists if isinstance(a, Rectangle) and not a.get_fill()]
+    assert [f.get_edgecolor() for f in frames[:2]] == [f.get_edgecolor() for f in frames[2:]]   # same colour per head
+    assert (frames[2].get_width(), frames[2].get_height()) == (5, 2)     # W_o's row block of head 0: d_v rows
+    with pytest.raises(ValueError, match="W_o"):
+        plot_concat_and_mix(heads, W_o[:3], ["a", "b", "c"])
+    with pytest.raises(ValueError, match="tokens"):
+        plot_concat_and_mix(heads, W_o, ["a", "b"])

@@ -44,9 +44,26 @@ def test_next_token_head_in_layer_1(trace):
     assert tuple(np.unravel_index(np.argmax(nxt), nxt.shape)) == (1, 8) and 0.5 < nxt.max() < 0.6
 
 
+def test_layer_1_head_9_looks_at_the_previous_token(trace):
+    """The widget's prose: "head 8 looks at the next token, head 9 at the previous one"."""
+    patterns = head_patterns(trace)
+    assert int(np.argmax(patterns["previous"][1])) == 9 and int(np.argmax(patterns["next"][1])) == 8
+    assert patterns["previous"][1, 9] > 3 * patterns["next"][1, 9]
+
+
+def test_the_animal_column_of_layer_3_head_1_is_not_only_it(model, trace):
+    """Second control: other queries ("the" before "animal", [SEP]) put about as much weight on
+    "animal" as "it" does, and keep it in the "wide" sentence, where "it" loses it."""
+    control = run(model, WIDE)
+    a, it = trace.tokens.index("animal"), trace.tokens.index("it")
+    tired, wide = trace.weights[3, 1, :, a], control.weights[3, 1, :, a]   # (T,) each
+    assert [round(float(x), 2) for x in (tired[1], tired[-1], tired[it])] == [0.52, 0.44, 0.68]
+    assert [round(float(x), 2) for x in (wide[1], wide[-1], wide[it])] == [0.55, 0.49, 0.28]
+
+
 def test_cls_values_are_short_and_deliver_little(model, trace):
     norms = value_output_norms(model, trace)  # (L, H, T)
-    ratio = norms[:, :, 0].mean(axis=1) / norms[:, :, 1:-1].mean(axis=(1, 2))
+    ratio = norms[:, :, 0].mean(axis=1) / norms[:, :, 1:].mean(axis=(1, 2))   # [CLS] vs all the others
     assert np.all(ratio < 0.35)  # "[CLS]'s values move the output far less than the other tokens' do"
     w = trace.weights
     moved = w * norms[:, :, None, :]

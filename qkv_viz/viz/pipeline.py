@@ -199,8 +199,7 @@ def plot_pipeline(T=3, d_model=4, d_k=2, d_v=2, ax=None, highlight=None, mask=Fa
         data = _example(T, d_model, d_k, d_v, masked, seed)
     data["numbers"], data["tokens"] = given, (None if tokens is None else [str(t) for t in tokens])
     label_w = _label_width(data["tokens"])
-    cell = _cell_size(T, d_model, d_k, d_v, masked, largest=0.24 if given else 0.19, two_rows=given,
-                      label_w=label_w)
+    cell = 0.3 if given else _cell_size(T, d_model, d_k, d_v, masked, label_w=label_w)  # given: the loop below fits it
     own = ax is None
     if own:
         _, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 3.0), dpi=style.DPI)  # resized in _frame
@@ -278,6 +277,9 @@ def _at_node(canvas, stage, x, y):
 
 def _draw(canvas, d, T, d_model, d_k, d_v, masked):
     """Place every stage left to right; returns the drawing's extent (x0, y0, x1, y1) in inches."""
+    wide = canvas.cell  # the attention's cells (two-digit numbers)
+    if d["numbers"]:  # the first row holds one-digit numbers: smaller cells
+        canvas.cell = 0.75 * wide
     c = canvas.cell
     w_top = 0.34                                # from a row's line down to the top of its W
     row_h = max(T * c + 0.95, w_top + d_model * c + 0.8)  # a W hangs below its row's "@"
@@ -318,8 +320,10 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
         canvas.arrow("projections", (at[2], y), (boxes[name][0], y))
     x_right_a = x_qkv + max(d_k, d_v) * c / 2
     if d["numbers"]:  # numbers need wide cells: the attention itself runs on a second row, from Q, K, V again
+        y_q = y_v - w_top - d_model * c - 1.05
+        c = canvas.cell = wide
         gap = T * c + 0.75
-        y_q = y_v - w_top - d_model * c - 1.05 - T * c / 2
+        y_q -= T * c / 2
         y_k, y_v = y_q - gap, y_q - 2 * gap
         x_qkv = max(d_k, d_v) * c / 2 + 0.05  # their names, on the left, stay within X's names' margin
         canvas.text(None, x_qkv, y_q + T * c / 2 + 0.45, "then, with the same Q, K, V:", ha="left",
@@ -361,27 +365,38 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
                               values=num(d["scaled"]))
         canvas.arrow("mask", (sc_box[2], y_s), (m_box[0], y_s), label="mask")
         last = m_box
-    x_a = last[2] + op_gap + T * c / 2
-    a_box = canvas.matrix("softmax", x_a, y_s, _weights_rgb(d["weights"]), "weights",
-                          r"$T\times T$", "rows sum to 1", name_floor=floor, values=num(d["weights"]))
-    canvas.arrow("softmax", (last[2], y_s), (a_box[0], y_s), label="softmax")
+    y_o = y_s  # the row of the weights and the output
+    if d["numbers"]:  # numbers need wide cells: the weights and the output go on a third row, under the scores
+        x_a = (last[0] + last[2]) / 2
+        y_o = last[1] - 0.62 - 0.25 - label_h - T * c / 2
+        floor = y_o + T * c / 2 + label_h + 0.06
+        a_box = canvas.matrix("softmax", x_a, y_o, _weights_rgb(d["weights"]), "weights",
+                              r"$T\times T$", "rows sum to 1", name_floor=floor, values=num(d["weights"]))
+        canvas.arrow("softmax", (x_a - 0.45, last[1] - 0.1), (x_a - 0.45, floor + 0.3), label="softmax",
+                     label_xy=(x_a - 0.5, (last[1] + floor) / 2 + 0.05))
+        canvas.ax.texts[-1].set_ha("right")
+    else:
+        x_a = last[2] + op_gap + T * c / 2
+        a_box = canvas.matrix("softmax", x_a, y_s, _weights_rgb(d["weights"]), "weights",
+                              r"$T\times T$", "rows sum to 1", name_floor=floor, values=num(d["weights"]))
+        canvas.arrow("softmax", (last[2], y_s), (a_box[0], y_s), label="softmax")
     _scale_bar(canvas, "softmax", x_a, a_box[1] - 0.5, style.WEIGHTS_CMAP, ("0", "1"), "weights")
     # weights @ V -> output
     x_wv = a_box[2] + (op_gap * 0.85 + max(0, d_v - 2) * c / 2 if d["numbers"] else op_gap * 0.5)  # room for V under it
-    wv = _at_node(canvas, "output", x_wv, y_s)
+    wv = _at_node(canvas, "output", x_wv, y_o)
     x_o = x_wv + 0.12 + op_gap / 2 + d_v * c / 2
-    o_box = canvas.matrix("output", x_o, y_s, _tint(style.VALUE_COLOR, d["out"]), "output",
+    o_box = canvas.matrix("output", x_o, y_o, _tint(style.VALUE_COLOR, d["out"]), "output",
                           r"$T\times d_v$", f"{T}×{d_v}", name_color=style.VALUE_COLOR, name_floor=floor,
                             values=num(d["out"]))
-    canvas.arrow("output", (a_box[2], y_s), (wv[0], y_s))
+    canvas.arrow("output", (a_box[2], y_o), (wv[0], y_o))
     for stage, box in (("scores", s_box), ("scale", sc_box), ("softmax", a_box)) + ((("mask", m_box),) if masked else ()):
         for j, name in enumerate(names):  # columns = the keys' tokens (rows: the queries', in the same order)
             canvas.text(stage, box[0] + (j + 0.5) * c, box[3] + 0.05, name, size=style.MIN_FONT_PT,
                         rotation=90, va="bottom", color="#555555", gid="token-label")
-    canvas.arrow("output", (wv[2], y_s), (o_box[0], y_s))
+    canvas.arrow("output", (wv[2], y_o), (o_box[0], y_o))
     _row_labels(canvas, "output", o_box, names, side="right")
     if d["numbers"]:  # V hangs below the "@" it enters, as the W's do on the first row
-        v_cy = y_s - w_top - T * c / 2
+        v_cy = y_o - w_top - T * c / 2
         boxes["v"] = canvas.matrix("qkv", x_wv, v_cy, _tint(style.VALUE_COLOR, d["v"]), "", r"$T\times d_v$",
                                    f"{T}×{d_v}", values=num(d["v"]))
         canvas.text("qkv", boxes["v"][0] - 0.07, v_cy, "$V$", size=_NAME_FONT, ha="right", va="center",
@@ -391,7 +406,8 @@ def _draw(canvas, d, T, d_model, d_k, d_v, masked):
     else:
         canvas.arrow("output", (boxes["v"][2], y_v), (x_wv, wv[1]),
                      connection="angle,angleA=0,angleB=90,rad=6", color=style.VALUE_COLOR)
-    _scale_bar(canvas, "scale", x_sc, sc_box[1] - 0.5, style.SCORES_CMAP,
+    _scale_bar(canvas, "scale", *((x_s, s_box[1] - 0.5) if d["numbers"] else (x_sc, sc_box[1] - 0.5)),
+               style.SCORES_CMAP,
                (f"−{lim:.3g}", f"+{lim:.3g}"),
                "dot products,\nscores: white = 0")
     cap_x, cap_y = (x_right_a + 3.6, 2 * row_h + T * c / 2) if d["numbers"] else (o_box[2] + 0.3, y_v - 0.12)

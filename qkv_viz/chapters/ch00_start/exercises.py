@@ -1,6 +1,6 @@
-"""Chapter 0's exercise: predict what "bank" reads when a noun's query asks only for water, then check.
+"""Chapter 0's exercises: predict what "bank" reads when a noun's query asks only for water; write one query's attention.
 
-``check_water_query`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``); ``None`` means
+``check_water_query`` and ``check_attend`` return a ``Feedback`` (``qkv_viz.chapters.feedback``); ``None`` means
 "no answer yet". Worked solution: ``qkv_viz.chapters.ch00_start.solutions``.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from qkv_viz.core.attention import scaled_dot_product_attention
-from qkv_viz.chapters.feedback import Feedback, as_array, no_answer
+from qkv_viz.chapters.feedback import Feedback, as_array, check_function, no_answer
 
 # The page's sentence and its rows of the page's table (features: water, money, noun).
 RATES = ("the", "bank", "raised", "its", "rates")
@@ -64,3 +64,35 @@ def check_water_query(guess, W_q_water) -> Feedback:
     return Feedback(False, f'Your matrix is right, your guess "{guess}" is not. Look at the water column of '
                            'the sentence\'s rows: with the noun row (2, 0) the query of "bank" asks only for water, '
                            'so the words with no water all score the same. Change the guess and run the cell again.')
+
+
+def _attend_reference(q, K, V):
+    """One query ``q`` (d_k,) against keys ``K`` (S, d_k), values ``V`` (S, d_v): (output (d_v,), weights (S,))."""
+    out, w = scaled_dot_product_attention(q[None, :], K, V)  # (1, d_v), (1, S)
+    return out[0], w[0]
+
+
+def _attend_cases(seed=0):
+    rng = np.random.default_rng(seed)
+    b = RATES.index("bank")
+    W_q = np.array([[0, 0], [0, 0], [2, 2.]])
+    yield RATES_X[b] @ W_q, RATES_X @ PAGE_W_K, RATES_X @ PAGE_W_V  # the page's "bank"
+    for S, d_k, d_v in ((1, 2, 2), (4, 3, 5), (7, 8, 1)):
+        yield rng.normal(size=d_k), rng.normal(size=(S, d_k)), rng.normal(size=(S, d_v))
+
+
+def _attend_diagnosis(result, expected, case):
+    out, w = result
+    if w.shape == expected[1].shape and not np.isclose(w.sum(), 1):
+        return f"your weights sum to {w.sum():.3g}, not 1: softmax divides by the sum of the exponentials."
+    if np.allclose(w, _attend_reference(case[0] * np.sqrt(case[0].shape[0]), case[1], case[2])[1]):
+        return "your weights are those of the dot products unscaled: divide q . k by sqrt(d_k) first."
+    return None
+
+
+def check_attend(fn) -> Feedback:
+    """``fn(q, K, V)`` -> (output (d_v,), weights (S,)): one query's attention, checked on the page's
+    "bank" and on random shapes."""
+    return check_function(fn, _attend_reference, _attend_cases(), name="attend", returns=("output", "weights"),
+                          diagnose=_attend_diagnosis,
+                          praise='It agrees on the page\'s "bank" and on three random shapes, one key included.')

@@ -9,3 +9,11 @@ import numpy as np
 # hand over money, so "bank" still gathers more money (0.35) than water (0.11).
 W_Q_WATER = np.array([[0, 0], [0, 0], [2, 0]])
 GUESS = "bank"
+
+
+def attend(q, K, V):
+    """One query q (d_k,) against keys K (S, d_k) and values V (S, d_v)."""
+    scores = K @ q / np.sqrt(q.shape[0])   # (S, d_k) @ (d_k,) -> (S,): one score per key
+    e = np.exp(scores - scores.max())      # (S,)
+    weights = e / e.sum()                  # (S,): sums to 1
+    return weights @ V, weights            # (S,) @ (S, d_v) -> (d_v,)

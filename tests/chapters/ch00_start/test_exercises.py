@@ -52,3 +52,25 @@ def test_what_happened():
 def test_a_guess_is_read_whatever_its_case_and_quotes():
     assert ch00.check_water_query(" Bank ", sol.W_Q_WATER)
     assert ch00.check_water_query('"bank"', sol.W_Q_WATER)
+
+
+def test_attend_the_solution_passes_and_the_placeholder_waits():
+    fb = ch00.check_attend(sol.attend)
+    assert fb.correct, fb.message
+    assert ch00.check_attend(None).pending
+
+
+def test_attend_unscaled_and_unnormalised_answers_are_named():
+    def unscaled(q, K, V):
+        e = np.exp(K @ q)
+        w = e / e.sum()
+        return w @ V, w
+
+    def unnormalised(q, K, V):
+        w = np.exp(K @ q / np.sqrt(q.shape[0]))
+        return w @ V, w
+
+    fb = ch00.check_attend(unscaled)
+    assert not fb and "sqrt(d_k)" in fb.message, fb.message
+    fb = ch00.check_attend(unnormalised)
+    assert not fb and "sum to" in fb.message, fb.message

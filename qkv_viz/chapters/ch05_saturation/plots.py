@@ -1,4 +1,5 @@
-"""Chapter 5's two figures: each query's gradient at the start, and the learning curves.
+"""Chapter 5's figures: rows of weights, each query's gradient at the start, the learning curves,
+and one sequence's weights over training.
 
 Each function draws on a given axis (or a new one), returns the artists and never calls
 ``plt.show()``. Colours and sizes come from :mod:`qkv_viz.viz.style`.
@@ -10,14 +11,15 @@ import numpy as np
 
 from qkv_viz.viz import style
 
-COLORS = {"scaled": style.SCALED_COLOR, "unscaled": style.UNSCALED_COLOR, "divided twice": style.CONTROL_COLOR}
+COLORS = {"scaled": style.SCALED_COLOR, "unscaled": style.UNSCALED_COLOR, "divided twice": style.CONTROL_COLOR,
+          "small start": style.CONTROL_COLOR, "lr / 4": style.OKABE_ITO[7]}
 
 
 def _color(name: str, i: int) -> str:
     return COLORS.get(name, style.OKABE_ITO[(i + 2) % len(style.OKABE_ITO)])
 
 
-def smooth(values, window: int = 5) -> np.ndarray:
+def smooth(values, window: int = 10) -> np.ndarray:
     """Trailing running mean (the first points average what exists so far)."""
     values = np.asarray(values, dtype=float)
     if window < 1:
@@ -49,21 +51,57 @@ def query_gradients(norms: dict, ax=None, floor: float = 1e-12):
     return lines
 
 
-def learning_curves(acc: dict, chance: float, ax=None, window: int = 5):
-    """Training accuracy against the step (running mean over ``window`` steps), one line per run,
-    and a dotted line at ``chance``. Returns the lines."""
+def learning_curves(acc: dict, chance: float, ax=None, window: int = 10):
+    """Training accuracy against the step, running mean over ``window`` steps, one line per run.
+
+    ``acc``: ``{run name: (steps,) or (n_seeds, steps) accuracies}``. With several seeds the line is
+    their mean and a band spans the lowest to the highest seed. A dotted line marks ``chance``.
+    Returns the lines.
+    """
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.7, 0.45), layout="constrained")
     lines = []
     for i, (name, a) in enumerate(acc.items()):
-        (line,) = ax.plot(np.arange(len(a)), smooth(a, window), color=_color(name, i), lw=2, label=name)
+        runs = np.atleast_2d(np.asarray(a, dtype=float))             # (n_seeds, steps)
+        smoothed = np.stack([smooth(r, window) for r in runs])        # (n_seeds, steps)
+        steps = np.arange(runs.shape[1])
+        (line,) = ax.plot(steps, smoothed.mean(0), color=_color(name, i), lw=2, label=name)
+        if len(runs) > 1:
+            ax.fill_between(steps, smoothed.min(0), smoothed.max(0), color=line.get_color(), alpha=0.2, lw=0)
         lines.append(line)
     lines.append(ax.axhline(chance, color="gray", lw=1, ls=":", label=f"chance (1 key in {round(1 / chance)})"))
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("training step")
     ax.set_ylabel("accuracy")
-    ax.legend(frameon=False, loc="center right")
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return lines
+
+
+def weights_over_training(snaps: dict, steps, axes=None):
+    """One sequence's (T, T) weights at several training steps: a row of heatmaps per run.
+
+    ``snaps``: ``{run name: (len(steps), T, T) weights}``. Returns the images, run by run.
+    """
+    n = len(steps)
+    if axes is None:
+        fig, axes = plt.subplots(len(snaps), n, figsize=style.figsize(1.0, 0.2 * len(snaps) + 0.1),
+                                 sharex=True, sharey=True, layout="constrained", squeeze=False)
+    axes = np.asarray(axes).reshape(len(snaps), n)
+    images = []
+    for row, (name, w) in zip(axes, snaps.items()):
+        w = np.asarray(w, dtype=float)
+        if w.shape[0] != n or w.ndim != 3:
+            raise ValueError(f"snaps[{name!r}] must be (len(steps), T, T) = ({n}, T, T), got shape {w.shape}")
+        for ax, step, m in zip(row, steps, w):
+            images.append(ax.imshow(m, vmin=0, vmax=1, cmap="Blues"))
+            ax.set_title(f"{name}, step {step}")
+            ax.set_xticks([])
+            ax.set_yticks([])
+        row[0].set_ylabel("query")
+    for ax in axes[-1]:
+        ax.set_xlabel("key")
+    axes[0, 0].figure.colorbar(images[0], ax=axes, label=style.WEIGHTS_LABEL, shrink=0.9)
+    return images
 
 
 def weight_rows(rows: dict, axes=None):

@@ -7,7 +7,7 @@ The loss therefore sits behind the softmax, as in a real layer, and every gradie
 W_q and W_k passes through the softmax's Jacobian.
 
 The notebook writes the same loop on the page; this copy lets the tests check the chapter's
-claims over several seeds.
+claims over several seeds and benchmarks/bench_saturation.py times it.
 """
 from __future__ import annotations
 
@@ -42,20 +42,23 @@ def score_grads(weights: np.ndarray, gain: float = GAIN) -> np.ndarray:
     return weights * (d_w - (weights * d_w).sum(-1, keepdims=True))    # (..., T, T): d loss_i / d s_i
 
 
-def train(c: float, steps: int = STEPS, lr: float = LR, seed: int = 0, d_model: int = D_MODEL,
-          d_k: int = D_K, n_tokens: int = T, batch: int = BATCH, gain: float = GAIN) -> np.ndarray:
+def train(c: float, lr: float = LR, init: float = 1.0, seed: int = 0, steps: int = STEPS,
+          d_model: int = D_MODEL, d_k: int = D_K, n_tokens: int = T, batch: int = BATCH,
+          gain: float = GAIN) -> np.ndarray:
     """Train W_q, W_k with torch.optim.Adam; return the accuracy of every step, (steps,).
 
-    ``c`` multiplies q . k (1/sqrt(d_k): scaled; 1: the bug). One seeded generator draws the
-    start and then the batches, so runs that differ only in ``c`` see the same data.
+    ``c`` multiplies q . k (1/sqrt(d_k): scaled; 1: the bug); ``init`` multiplies the start
+    (std init / sqrt(d_model)). One seeded generator draws the start and then the batches, so
+    runs that differ only in ``c``, ``lr`` or ``init`` see the same data.
     """
     positive_number("c", c)
     positive_number("lr", lr)
+    positive_number("init", init)
     steps, d_model, d_k = positive_int("steps", steps), positive_int("d_model", d_model), positive_int("d_k", d_k)
     n_tokens, batch = positive_int("n_tokens", n_tokens), positive_int("batch", batch)
     gen = torch.Generator().manual_seed(seed)
-    W_q = (torch.randn(d_model, d_k, generator=gen) / d_model ** 0.5).requires_grad_()
-    W_k = (torch.randn(d_model, d_k, generator=gen) / d_model ** 0.5).requires_grad_()
+    W_q = (init * torch.randn(d_model, d_k, generator=gen) / d_model ** 0.5).requires_grad_()
+    W_k = (init * torch.randn(d_model, d_k, generator=gen) / d_model ** 0.5).requires_grad_()
     opt = torch.optim.Adam([W_q, W_k], lr=lr)
     targets = torch.arange(n_tokens).repeat(batch)                      # (batch*T,): query i finds key i
     acc = []

@@ -55,3 +55,35 @@ def test_weight_rows_one_panel_per_row():
     with pytest.raises(ValueError, match="one axis per row"):
         sp.weight_rows(rows, axes=[axes[0]])
     plt.close("all")
+
+
+def test_learning_curves_band_over_seeds():
+    acc = {"scaled": np.stack([np.linspace(0, 1, 30), np.linspace(0, 0.5, 30)])}
+    lines = sp.learning_curves(acc, chance=1 / 16, window=10)
+    ax = lines[0].axes
+    want = (sp.smooth(acc["scaled"][0], 10) + sp.smooth(acc["scaled"][1], 10)) / 2
+    np.testing.assert_allclose(lines[0].get_ydata(), want)
+    assert len(ax.collections) == 1                                   # the band between the seeds
+    plt.close("all")
+
+
+def test_weights_over_training_grid_and_labelled_colorbar():
+    snaps = {"scaled": np.full((3, 4, 4), 0.25), "unscaled": np.stack([np.eye(4)] * 3)}
+    images = sp.weights_over_training(snaps, (0, 5, 9))
+    assert len(images) == 6
+    np.testing.assert_allclose(images[3].get_array(), np.eye(4))
+    assert images[3].axes.get_title() == "unscaled, step 0" and images[0].get_clim() == (0, 1)
+    fig = images[0].axes.figure
+    assert any(ax.get_ylabel() == style.WEIGHTS_LABEL for ax in fig.axes)
+    fig.canvas.draw()
+    assert min(t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text()) >= style.MIN_FONT_PT
+    with pytest.raises(ValueError, match="snaps"):
+        sp.weights_over_training({"scaled": np.zeros((2, 4, 4))}, (0, 5, 9))
+    plt.close("all")
+
+
+def test_the_four_runs_have_four_colours():
+    acc = {name: np.zeros(20) for name in ("scaled", "unscaled", "small start", "lr / 4")}
+    lines = sp.learning_curves(acc, chance=1 / 16)
+    assert len({ln.get_color() for ln in lines[:4]}) == 4
+    plt.close("all")

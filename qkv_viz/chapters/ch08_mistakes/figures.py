@@ -42,7 +42,9 @@ def plot_split(n_heads: int = 2, d_head: int = 2, wrong: bool = False, ax=None, 
                      color="white", fontsize=style.ANNOTATION_PT, fontweight="bold")
              for (i, j), _ in np.ndenumerate(origin)]
     ax.set_yticks(range(3), ["q", "k", "v"])
-    ax.set_xticks([h * d_head + (d_head - 1) / 2 for h in range(n_heads)], [f"head {h}" for h in range(n_heads)])
+    names = ([f"columns {h * d_head}-{(h + 1) * d_head - 1}" for h in range(n_heads)] if wrong  # not heads any more
+             else [f"head {h}" for h in range(n_heads)])
+    ax.set_xticks([h * d_head + (d_head - 1) / 2 for h in range(n_heads)], names)
     for h in range(1, n_heads):
         ax.axvline(h * d_head - 0.5, color="white", lw=3)
     ax.set_ylabel("split output")
@@ -130,3 +132,36 @@ def plot_overflow(sweep, zoom, limit: float, window, axes=None):
                         textcoords=("axes fraction", "data"), ha="center", va="center",
                         arrowprops=dict(arrowstyle="->", color="0.2"))
     return lines, arrow
+
+
+def plot_shift_stretch(rows, ax=None, keys=None):
+    """Section 5's picture: the softmax weights of each row of scores in ``rows`` (name -> (S,)
+    scores), as grouped bars, each group's legend entry giving ``||J||_F``, the size of softmax's
+    Jacobian at that row (how far the weights move when the scores move). Returns the bar containers.
+    """
+    import matplotlib.pyplot as plt
+
+    from qkv_viz.core.softmax import softmax, softmax_jacobian
+
+    if not rows:
+        raise ValueError("rows: give at least one (name, scores) pair")
+    S = len(next(iter(rows.values())))
+    if any(np.ndim(r) != 1 or len(r) != S for r in rows.values()):
+        raise ValueError(f"rows: every row must be 1-D of the same length; got shapes "
+                         f"{[np.shape(r) for r in rows.values()]}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(0.6, 0.34))
+    width = 0.8 / len(rows)
+    bars = []
+    for i, (name, scores) in enumerate(rows.items()):
+        p = softmax(np.asarray(scores, dtype=float))
+        J = np.linalg.norm(softmax_jacobian(p))
+        b = ax.bar(np.arange(S) + (i - (len(rows) - 1) / 2) * width, p, width,
+                   color=style.SERIES[i % len(style.SERIES)], label=f"{name}: ||J||_F = {J:.1e}")
+        ax.bar_label(b, fmt="%.2f", fontsize=style.ANNOTATION_PT)
+        bars.append(b)
+    ax.set_xticks(range(S), keys or [f"key {j}" for j in range(S)])
+    ax.set_ylabel(style.WEIGHTS_LABEL)
+    ax.set_ylim(0, 1.15)
+    ax.legend(fontsize=style.ANNOTATION_PT)
+    return bars

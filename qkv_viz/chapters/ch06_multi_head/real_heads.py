@@ -22,6 +22,29 @@ def head_scores(x, params, n_heads: int) -> np.ndarray:
     return q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])  # (H, T, d_k) @ (H, d_k, T) -> (H, T, T)
 
 
+PATTERNS = ("previous token", "next token", "[CLS] / [SEP]", "itself")
+
+
+def share(w, pattern: str) -> np.ndarray:
+    """Mean weight on the pattern's key, over the queries that have such a key: w (..., T, T) -> (...,).
+
+    "previous token": key i-1 (queries 1..T-1); "next token": key i+1 (queries 0..T-2);
+    "itself": key i; "[CLS] / [SEP]": the first and the last key together.
+    """
+    w = as_array("w", w)
+    if w.ndim < 2 or w.shape[-1] != w.shape[-2]:
+        raise ValueError(f"w must be (..., T, T) self-attention weights, got shape {w.shape}")
+    if pattern == "previous token":
+        return np.diagonal(w, -1, -2, -1).mean(-1)
+    if pattern == "next token":
+        return np.diagonal(w, 1, -2, -1).mean(-1)
+    if pattern == "itself":
+        return np.diagonal(w, 0, -2, -1).mean(-1)
+    if pattern == "[CLS] / [SEP]":
+        return (w[..., 0] + w[..., -1]).mean(-1)
+    raise ValueError(f"pattern must be one of {PATTERNS}, got {pattern!r}")
+
+
 def plot_trained_vs_random(trained, random, tokens, titles_trained, titles_random):
     """Trained heads on the top row, random heads below, on one shared colour bar (weights 0..1).
 

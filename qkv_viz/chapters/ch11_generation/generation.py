@@ -16,7 +16,7 @@ SENTENCE = ("the", "cat", "sat", "on", "the", "mat")
 D_MODEL, N_HEADS = 16, 4
 SENTENCES = ("the cat sat on the mat .", "the dog sat on the rug .")
 VOCAB = ("the", "cat", "dog", "sat", "on", "mat", "rug", ".")
-PROMPT = ("the", "cat")
+PROMPT = ("the", "dog")
 
 
 def trained_writer(steps: int = 150, seed: int = 8, d_model: int = 6, n_heads: int = 2, d_k: int = 4):

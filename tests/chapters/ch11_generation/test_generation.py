@@ -111,7 +111,7 @@ def test_the_stepper_model_is_the_pages_model():
     for name in ("W_q", "W_k", "W_v", "W_o"):
         np.testing.assert_allclose(getattr(p, name), page[name], rtol=0, atol=1e-12, err_msg=name)
     np.testing.assert_allclose(E, page["E"], rtol=0, atol=1e-12)
-    assert write(E, p, VOCAB, PROMPT)[0] == "the cat sat on the mat .".split()
+    assert write(E, p, VOCAB, PROMPT)[0] == SENTENCES[1].split()
 
 
 def test_the_trained_writer_learned_its_two_sentences_and_head_0_reads_the_subject():

@@ -14,15 +14,15 @@ from qkv_viz.viz.canvas import module_source
 def test_the_stepper_runs_the_pages_model_and_follows_the_controls():
     w = generation_widget()
     assert w.n_heads == 2 and w.n_kv_heads == 2
-    assert w.words == ["the", "cat", "sat", "on", "the", "mat", "."]
+    assert w.words == ["the", "dog", "sat", "on", "the", "rug", "."]
     assert w.weights.shape == (1,) and w.weights[0] == 1.0      # token 0 sees only itself
-    w.step, w.head = 4, 0                                       # the second "the": head 0 finds "cat"
+    w.step, w.head = 4, 0                                       # the second "the": head 0 finds "dog"
     assert np.argmax(w.weights) == 1 and w.weights[1] > 0.9
-    assert VOCAB[int(np.argmax(w.logits))] == "mat"
+    assert VOCAB[int(np.argmax(w.logits))] == "rug"
     d_k = w._params.W_k.shape[1] // 2
     assert w.cache_numbers == 2 * 5 * 2 * d_k and w.cache.k.shape == (2, 5, d_k)
     w.n_kv_heads = 1                                            # averaged keys and values: it writes less well
-    assert w.words[:2] == ["the", "cat"] and w.words != ["the", "cat", "sat", "on", "the", "mat", "."]
+    assert w.words[:2] == ["the", "dog"] and w.words != ["the", "dog", "sat", "on", "the", "rug", "."]
     assert w.cache_numbers == 2 * 5 * 1 * d_k
 
 
@@ -56,7 +56,7 @@ def test_browser_generation_equals_the_core(n_kv):
     arr = lambda a: "Float64Array.from(" + str(np.ravel(a).tolist()) + ")"
     got = run_js(module_source("generation.js"), f"""
       const s = generationState({arr(E)}, {arr(p.W_q)}, {arr(p.W_k)}, {arr(p.W_v)}, {arr(p.W_o)}, {len(VOCAB)}, {d}, {H},
-                                {n_kv}, {dh}, [0, 1], {VOCAB.index(".")}, 10);
+                                {n_kv}, {dh}, {[VOCAB.index(w) for w in PROMPT]}, {VOCAB.index(".")}, 10);
       const g = groupHeads({arr(p.W_v)}, {d}, {H}, {n_kv}, {dh});
       return {{ids: s.ids, weights: Array.from(s.weights), logits: Array.from(s.logits), k: Array.from(s.k),
                v: Array.from(s.v), g: Array.from(g), n: cacheNumbers(3, {n_kv}, {dh})}};""")
@@ -82,11 +82,11 @@ def test_still_picture_follows_the_step_the_head_and_the_kv_heads():
 
 
 def test_bad_controls_are_refused_and_fewer_kv_heads_keep_the_step_on_the_sentence():
-    """As generation.js: where one K/V head writes a shorter sentence (from "the dog"), the step
+    """As generation.js: where one K/V head writes a shorter sentence (from the prompt "the dog"), the step
     moves to its last token; a step past the sentence, a head or a K/V count the model lacks are refused."""
     import traitlets
-    w = generation_widget(prompt=["the", "dog"], step=6)
-    w1 = generation_widget(prompt=["the", "dog"], n_kv_heads=1)
+    w = generation_widget(step=6)
+    w1 = generation_widget(n_kv_heads=1)
     short = len(w1.words)
     assert short < 7, w1.words
     for name, value, why in (("step", 7, "the sentence has 7 tokens: choose 0..6"),

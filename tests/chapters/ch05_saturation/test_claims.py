@@ -112,7 +112,7 @@ def test_unscaled_learns_about_4_times_slower(runs, seed):
 @pytest.mark.parametrize("seed", range(3))
 def test_small_start_is_faster_and_matched_step_is_far_slower(runs, seed):
     r = runs[seed]
-    assert r["small start"][:5].mean() < 0.2 and r["lr / 4"][:5].mean() < 0.2   # every run starts at chance
+    assert r["small start"][:2].mean() < 0.2 and r["lr / 4"][:2].mean() < 0.2   # every run starts at chance
     assert toy.steps_to(r["small start"]) < toy.steps_to(r["scaled"])            # a larger step, a healthy start
     assert toy.steps_to(r["lr / 4"]) is None                                      # not 90 % within 100 steps
 
@@ -132,3 +132,10 @@ def test_train_is_repeatable_and_validates():
         toy.steps_to(np.ones(3))
     assert toy.steps_to(np.r_[np.zeros(20), np.ones(20)], 0.85, 10) == 28
     assert toy.steps_to(np.zeros(30)) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_at_step_50_scaled_is_done_and_about_half_of_unscaled_is_wrong(runs, seed):
+    """Page, under the weights picture: scaled rows are on the diagonal by step 50; unscaled, about half still wrong."""
+    assert runs[seed]["scaled"][45:55].mean() > 0.99
+    assert 0.3 < runs[seed]["unscaled"][45:55].mean() < 0.7

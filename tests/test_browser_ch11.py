@@ -46,7 +46,7 @@ def drive(page, fig) -> None:
     canvas = fig.locator("canvas").first
     fig.scroll_into_view_if_needed()
     start = assert_matches_core(fig)
-    assert start == {"step": 4, "head": 1, "n_kv_heads": 2}, start
+    assert start == {"step": 4, "head": 0, "n_kv_heads": 2}, start   # the page: head 0 finds the subject
     before = canvas.screenshot()
     fig.locator(".qkv-gen-next").click()
     assert assert_matches_core(fig)["step"] == 5
@@ -55,19 +55,25 @@ def drive(page, fig) -> None:
     slider.focus()
     page.keyboard.press("ArrowRight")
     assert assert_matches_core(fig)["step"] == 6
-    assert "the cat sat on the mat [.]" in fig.locator(".qkv-gen-readout").inner_text()
+    assert "the dog sat on the rug [.]" in fig.locator(".qkv-gen-readout").inner_text()
     numbers = {}
     for n_kv in ("2", "1"):
         fig.locator(".qkv-gen-kv").select_option(n_kv)
         numbers[n_kv] = fig.evaluate(READ_JS)["cache_numbers"]
         assert_matches_core(fig)
-    # 1 K/V head: averaged keys and values, a different (shorter) sentence; the step stays in it
-    assert fig.evaluate(READ_JS)["words"] == ["the", "cat", "sat", "on", "mat", "."]
-    assert numbers == {"2": 2 * 7 * 2 * 6, "1": 2 * 6 * 1 * 6}, numbers
-    assert "multi-head attention: 144, 2" in fig.locator(".qkv-gen-readout").inner_text()
-    fig.locator(".qkv-gen-head").select_option("0")
-    assert assert_matches_core(fig) == {"step": 5, "head": 0, "n_kv_heads": 1}
-    fig.locator(".qkv-gen-next").click()            # past the last token: back to token 0
+    # 1 K/V head: averaged keys and values, a different sentence; the step stays in it
+    words = fig.evaluate(READ_JS)["words"]
+    assert words != "the dog sat on the rug .".split(), words
+    step = min(6, len(words) - 1)
+    full = expected(step, 0, 2)["cache_numbers"]   # 2 (K, V) x (step + 1) tokens x 2 K/V heads x d_k
+    assert numbers == {"2": expected(6, 0, 2)["cache_numbers"], "1": full // 2}, numbers
+    assert f"multi-head attention: {full}, 2" in fig.locator(".qkv-gen-readout").inner_text()
+    fig.locator(".qkv-gen-head").select_option("1")
+    assert assert_matches_core(fig) == {"step": step, "head": 1, "n_kv_heads": 1}
+    for _ in range(len(words) - 1 - step):          # to the last token ...
+        fig.locator(".qkv-gen-next").click()
+    assert assert_matches_core(fig)["step"] == len(words) - 1
+    fig.locator(".qkv-gen-next").click()            # ... and past it: back to token 0
     assert assert_matches_core(fig)["step"] == 0
 
 

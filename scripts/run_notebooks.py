@@ -101,7 +101,7 @@ def main(argv: list) -> int:
         return 0
     seconds, wall = run_all(args.paths, jobs=args.jobs)
     print(f"all {len(args.paths)} notebooks executed in {wall:.1f} s "
-          f"({args.jobs} at a time; one after another they took {sum(seconds.values()):.1f} s)")
+          f"({min(args.jobs, len(args.paths))} at a time; one after another they took {sum(seconds.values()):.1f} s)")
     return 0
 
 

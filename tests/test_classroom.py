@@ -6,6 +6,7 @@ Chromium readers, a misbehaving reader) and prints its BENCH line.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import shutil
 import subprocess
@@ -20,8 +21,11 @@ pytestmark = pytest.mark.slow
 def test_two_readers_run_a_chapter_through_the_hub(tmp_path):
     if not classroom.PROXY.exists():
         pytest.skip("configurable-http-proxy not installed: make classroom-deps")
-    r = asyncio.run(classroom.run_class(readers=2, chapters=["00"], browsers=0, workdir=tmp_path,
-                                        misbehaving=False))
+    # In its own thread: a browser test earlier in this worker leaves Playwright's event loop
+    # running in the main thread, where asyncio.run() refuses to start another.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        r = pool.submit(asyncio.run, classroom.run_class(readers=2, chapters=["00"], browsers=0,
+                                                         workdir=tmp_path, misbehaving=False)).result()
     assert r["errors"] == []
     assert (r["servers_started"], r["chapters_run"], r["failures"]) == (2, 2, 0)
     assert r["hub_stopped_cleanly"], (tmp_path / "hub.log").read_text()[-3000:]

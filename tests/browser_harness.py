@@ -57,6 +57,10 @@ LAB_USER_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
         {"checkForUpdates": False, "fetchNews": "false"},
+    # No autosave on the shared servers: on a loaded machine a test that ran a chapter for more
+    # than two minutes had its copy saved mid-test, and the next test opening that file saw
+    # another state than the committed one. Tests that check saving save explicitly.
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
 }
 
 

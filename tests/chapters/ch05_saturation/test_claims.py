@@ -135,7 +135,8 @@ def test_train_is_repeatable_and_validates():
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_at_step_50_scaled_is_done_and_about_half_of_unscaled_is_wrong(runs, seed):
-    """Page, under the weights picture: scaled rows are on the diagonal by step 50; unscaled, about half still wrong."""
+def test_at_step_50_scaled_is_done_and_unscaled_still_has_wrong_rows(runs, seed):
+    """Page, under the weights picture: scaled rows are on the diagonal by step 50; unscaled, some rows
+    still sit on a wrong key (batch accuracy between 0.3 and 0.7 around step 50)."""
     assert runs[seed]["scaled"][45:55].mean() > 0.99
     assert 0.3 < runs[seed]["unscaled"][45:55].mean() < 0.7

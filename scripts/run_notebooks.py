@@ -5,8 +5,9 @@
 Each notebook runs top to bottom in its own fresh kernel; ``--jobs`` kernels run
 at once (default: 2, the cores of the project's machine; ``--jobs 1`` runs them
 one after another). Prints one line per notebook with its run time, then the
-wall time and the sum of the notebooks' times. Stops at the first failure. ``benchmarks/bench_book.py`` times the whole book
-with the same :func:`run`, without writing the notebooks back.
+wall time and the sum of the notebooks' times. Stops at the first failure.
+``benchmarks/bench_book.py`` times the whole book with the same :func:`run_all`,
+without writing the notebooks back.
 
 The widgets' state is saved into each notebook (``store_widget_state``), so a
 notebook opened without running it rebuilds its interactive figures from that

@@ -69,6 +69,10 @@ LAB_USER_SETTINGS = {
 # (reported upstream by other projects' Playwright tests too). Ignored for notebook7 only
 # when the stack is Notebook's core; kept in Book.known_errors.
 KNOWN_NB7_ERRORS = ("Cannot read properties of undefined (reading 'schema')",)
+# Notebook 7's widget manager logs this when a chapter opened with saved figures is run: an old
+# output still rendering meets the new kernel's empty model registry (seen in loaded runs only).
+# A figure that really fails still shows "Error displaying widget", which problems() reports.
+KNOWN_NB7_CONSOLE = ("Error: widget model not found",)
 # JupyterLab 4.6's own theme manager, when the theme is switched twice in quick succession
 # with outputs on screen (issue 24's "removeChild" after a theme switch): thrown from its core
 # bundle alone (every frame in jlab_core), never from a figure's module. Ignored only then.
@@ -511,13 +515,9 @@ class Book:
 
     def _console_error(self, message) -> None:
         text, url = message.text, message.location.get("url", "")
-        if self.frontend == "notebook7" and text.startswith("Error: widget model not found") \
+        if self.frontend == "notebook7" and text.startswith(KNOWN_NB7_CONSOLE) \
                 and "@jupyter-widgets/jupyterlab-manager" in url:
-            # Notebook 7's widget manager, when a chapter opened with saved figures is run: an old
-            # output still rendering meets the new kernel's empty model registry (seen in about one
-            # loaded run in three, never in isolation). Outputs that really fail are still caught:
-            # problems() reports every "Error displaying widget" the page shows.
-            self.known_errors.append(text[:300])
+            self.known_errors.append(text[:300])  # see KNOWN_NB7_CONSOLE
             return
         self.console_errors.append(f"{text[:300]} ({url[:200]})")
 

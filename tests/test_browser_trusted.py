@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import sys
 
 import pytest
 
@@ -21,9 +20,9 @@ from test_browser import _need_browser
 
 pytestmark = pytest.mark.browser
 
+import book_copy  # scripts/book_copy.py (scripts/ is on pytest's pythonpath)
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import book_copy  # noqa: E402
 
 CHAPTER = "01_library_analogy.ipynb"
 SLIDERS_JS = """() => [...window.__qkv.widget.node.querySelectorAll('.qkv-figure input[type=range]')].length"""

@@ -73,6 +73,29 @@ KNOWN_NB7_ERRORS = ("Cannot read properties of undefined (reading 'schema')",)
 # output still rendering meets the new kernel's empty model registry (seen in loaded runs only).
 # A figure that really fails still shows "Error displaying widget", which problems() reports.
 KNOWN_NB7_CONSOLE = ("Error: widget model not found",)
+# jupyterlab_widgets 3.0's restore race, on opening a notebook with saved figures: its manager
+# restores from the kernel, then from the notebook's saved state; a kernel "connected" event
+# while the second is still waiting for the kernel's comm list starts a kernel-only restore that
+# marks the manager restored before the saved models exist, and an output asking for its model
+# then shows "Error displaying widget: model not found" for good (seen on loaded CI runs).
+# open_saved() reopens once when every model an output names IS in the saved state (so the
+# file is sound and only the race failed); a file without the state still fails.
+SAVED_STATE_JS = """() => {
+  const w = window.__qkv.widget;
+  const meta = w.context.model.getMetadata('widgets') || {};
+  const state = (meta['application/vnd.jupyter.widget-state+json'] || {}).state || {};
+  const ids = [];
+  w.content.widgets.forEach((cell) => {
+    if (cell.model.type !== 'code') return;
+    for (const o of cell.model.outputs.toJSON()) {
+      const v = o.data && o.data['application/vnd.jupyter.widget-view+json'];
+      if (v && v.model_id) ids.push(v.model_id);
+    }
+  });
+  const broken = [...w.node.querySelectorAll('.jp-OutputArea-output')]
+    .filter((n) => n.textContent.includes('model not found')).length;
+  return {broken, named: ids.length, saved: ids.filter((id) => id in state).length};
+}"""
 # JupyterLab 4.6's own theme manager, when the theme is switched twice in quick succession
 # with outputs on screen (issue 24's "removeChild" after a theme switch): thrown from its core
 # bundle alone (every frame in jlab_core), never from a figure's module. Ignored only then.
@@ -600,6 +623,22 @@ class Book:
         "Loading widget..." (each saved figure is drawn or has failed) and every output
         picture has loaded; what is still wrong then is for the caller's checks to report."""
         self._wait(UNSETTLED_JS, timeout, None)
+
+    def open_saved(self, path: str, timeout: float = 60.0) -> None:
+        """Open a notebook with saved outputs, not run, and wait until it settles. If an
+        output shows "model not found" although the file holds every model its outputs name
+        (jupyterlab_widgets' restore race, see SAVED_STATE_JS), note it in known_errors and
+        open the notebook once more; what is still wrong then is for the caller to report."""
+        self.open(path)
+        self.wait_settled(timeout)
+        found = self.page.evaluate(SAVED_STATE_JS)
+        if found["broken"] and found["named"] and found["saved"] == found["named"]:
+            self.known_errors.append(f"{path}: widget restore race, reopened ({found})")
+            self.close()
+            if self.frontend == "lab":
+                self.page.wait_for_timeout(500)
+            self.open(path)
+            self.wait_settled(timeout)
 
     def close(self) -> None:
         """Shut the notebook's kernel down and close its tab (Lab)."""

@@ -309,8 +309,7 @@ def test_reopened_chapter_shows_figures_not_errors(book, name):
     front end rebuilds it from the saved widget state, still redraws without Python."""
     try:
         book.clear()
-        book.open(name)
-        book.wait_settled()
+        book.open_saved(name)
         errors = book.page.evaluate(REOPEN_JS)
         assert not errors, f"{name} reopened in {book.frontend}: {errors}"
         live, pictures = book.page.locator(".qkv-figure"), book.page.locator(".qkv-static img")

@@ -60,8 +60,7 @@ def test_rope_figure_in_the_notebook(book):
 def test_reopened_chapter_shows_the_figure_not_errors(book):
     try:
         book.clear()
-        book.open(CHAPTER)
-        book.wait_settled()
+        book.open_saved(CHAPTER)
         texts = book.page.evaluate("""() => [...window.__qkv.widget.node.querySelectorAll('.jp-OutputArea-output')]
             .map((n) => n.textContent.trim()).filter((t) => t.includes('Error displaying widget')
               || t.includes('model not found'))""")

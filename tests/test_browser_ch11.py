@@ -105,8 +105,7 @@ def test_chapter_runs_clean_and_the_stepper_follows_the_core(book):
 def test_reopened_chapter_shows_the_figure_not_errors(book):
     try:
         book.clear()
-        book.open(CHAPTER)
-        book.wait_settled()
+        book.open_saved(CHAPTER)
         text = book.page.evaluate("() => document.body.innerText")
         assert "model not found" not in text and "Error displaying widget" not in text
         live = book.page.locator(FIG)

@@ -41,8 +41,7 @@ def test_a_saved_notebook_keeps_its_figures_state_and_reopens_with_them():
             f"saved without the figure's widget state (views {views}, {len(state)} models saved)"
 
         book.clear()
-        book.open(name)
-        book.wait_settled()
+        book.open_saved(name)
         assert not book.page.evaluate(REOPEN_JS), book.page.evaluate(REOPEN_JS)
         assert book.page.locator(".qkv-figure").count() >= 1, "the reopened figure was not rebuilt"
         assert not book.page_problems(), book.page_problems()

@@ -42,24 +42,32 @@ def variance_figure(d_ks, var_unscaled, var_scaled):
 
 
 def softmax_sharpness_figure(c, sat, S: int):
-    """What does softmax do to a row as the spread c of its scores grows? Two panels."""
+    """What does softmax do to a row as the spread c of its scores grows? Two panels.
+
+    The right panel marks the peak of the mean ||J||_F and the spread 1 that the factor gives.
+    """
+    c = np.asarray(c, dtype=float)
     fig, (a, b) = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.36), constrained_layout=True)
-    a.plot(c, sat["max_weight"], "o-", color=style.SERIES[0], label="max weight")
-    a.plot(c, sat["effective_tokens"] / S, "s--", color=style.SERIES[1], label=f"$e^H$ (effective keys) / {S}")
+    a.plot(c, sat["max_weight"], "-", color=style.SERIES[0], label="max weight")
+    a.plot(c, sat["effective_tokens"] / S, "--", color=style.SERIES[1], label=f"$e^H$ (effective keys) / {S}")
     a.axhline(1 / S, color="gray", lw=0.8, ls=":", label=f"lowest possible: 1/{S}")
     a.set_ylim(0, 1.05)
     a.set_title("how sharp is the row?")
     a.legend(loc="center left")
-    b.plot(c, sat["grad_norm"], "o-", color=style.SERIES[5])
+    b.plot(c, sat["grad_norm"], "-", color=style.SERIES[5])
     b.set_title(r"how much does it respond? $\|\mathrm{diag}(w) - ww^\top\|_F$")
-    b.set_ylabel("Frobenius norm")
+    b.set_ylabel("Frobenius norm (row mean)")
     peak = int(np.argmax(sat["grad_norm"]))
-    b.annotate(f"largest of these {len(c)} spreads: {sat['grad_norm'][peak]:.3f} at c = {c[peak]:g}", (c[peak], sat["grad_norm"][peak]),
-               xytext=(0.02, 0.12), textcoords="axes fraction", arrowprops=dict(arrowstyle="->", lw=0.8))
+    b.plot([c[peak]], [sat["grad_norm"][peak]], "o", color=style.SERIES[5], ms=6)
+    b.annotate(f"peak {sat['grad_norm'][peak]:.2f} at spread {c[peak]:.2g}", (c[peak], sat["grad_norm"][peak]),
+               xytext=(0.03, 0.45), textcoords="axes fraction", arrowprops=dict(arrowstyle="->", lw=0.8))
     for ax in (a, b):
+        ax.axvline(1.0, color="gray", lw=0.8, ls=":")
         ax.set_xscale("log")
         ax.set_xlabel(f"spread c of the scores (std), rows of {S} keys")
         ax.minorticks_off()
+    b.text(1.08, 0.02, r"spread 1: $q\cdot k/\sqrt{d_k}$", transform=b.get_xaxis_transform(), fontsize=10,
+           color="dimgray")
     return fig
 
 

@@ -1,4 +1,5 @@
-"""Chapter 5 exercises: per-query gradients on W_q in closed form, and the init std that replaces the factor.
+"""Chapter 5 exercises: per-query gradients on W_q in closed form, the init std that replaces the factor,
+and the batch gradient that a gradient-norm check sees.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never
 the answer. Code exercises run the reader's function on fresh random cases
@@ -97,3 +98,38 @@ def check_control_std(fn, seed=None) -> Feedback:
     """Exercise 2: ``fn(d_model, d_k, x_std)`` returns the init std that gives unscaled scores std 1."""
     return check_function(fn, control_init_std_for, control_std_cases(seed=seed), name="your control_std",
                           diagnose=_diagnose_control_std, atol=1e-12)
+
+
+# ---------------------------------------------------------------- exercise 3: the batch gradient
+def batch_grad_norm_reference(x_q, k, d_scores, c):
+    """|d L / d W_q| for the mean loss L = (1/T) sum_i loss_i: the norm of the mean of the per-query outer products.
+
+    Same arguments as exercise 1. d L / d W_q = (1/T) sum_i outer(x_i, c d_scores_i @ k) = x_q^T (c d_scores @ k) / T.
+    """
+    d_q = c * (d_scores @ k)                      # (T, S) @ (S, d_k) -> (T, d_k)
+    return float(np.linalg.norm(x_q.T @ d_q) / x_q.shape[0])   # (d_model, T) @ (T, d_k) -> (d_model, d_k)
+
+
+def _diagnose_batch_grad(got, want, case):
+    x_q, k, d_scores, c = case
+    if np.size(got) != 1:
+        return f"return one number (the norm of the (d_model, d_k) gradient), not an array of shape {np.shape(got)}."
+    got = float(np.asarray(got).reshape(-1)[0])
+    if np.isclose(got, want, rtol=1e-6, atol=1e-9):
+        return None
+    T = x_q.shape[0]
+    per_query = query_grad_norms_reference(x_q, k, d_scores, c)
+    if np.isclose(got, want * T):
+        return "that is the norm of the sum; the loss is the mean over the T queries (divide by T)."
+    if np.isclose(got, per_query.mean()) or np.isclose(got, per_query.sum()):
+        return ("that is the mean (or sum) of the per-query norms. Add the per-query gradients first, then take "
+                "the norm: gradients of different queries point in different directions and partly cancel.")
+    if np.isclose(got, want / c):
+        return "you left out the factor c: scores = c (x_q W_q) k^T."
+    return None
+
+
+def check_batch_grad_norm(fn, seed=None) -> Feedback:
+    """Exercise 3: ``fn(x_q, k, d_scores, c)`` returns |d L / d W_q| for the mean loss over the T queries."""
+    return check_function(fn, batch_grad_norm_reference, query_grad_cases(seed=seed), name="your batch_grad_norm",
+                          diagnose=_diagnose_batch_grad, atol=1e-9)

@@ -95,12 +95,13 @@ def weights_over_training(snaps: dict, steps, axes=None):
         for ax, step, m in zip(row, steps, w):
             images.append(ax.imshow(m, vmin=0, vmax=1, cmap="Blues"))
             ax.set_title(f"{name}, step {step}")
-            ax.set_xticks([])
-            ax.set_yticks([])
-        row[0].set_ylabel("query")
+            ticks = np.arange(0, m.shape[0], 4)                  # token indices, from 0
+            ax.set_xticks(ticks)
+            ax.set_yticks(ticks)
+        row[0].set_ylabel("query (token)")
     for ax in axes[-1]:
-        ax.set_xlabel("key")
-    axes[0, 0].figure.colorbar(images[0], ax=axes, label=style.WEIGHTS_LABEL, shrink=0.9)
+        ax.set_xlabel("key (token)")
+    axes[0, 0].figure.colorbar(images[0], ax=axes, label="weights", shrink=0.9)
     return images
 
 

@@ -19,8 +19,15 @@ def control_std(d_model, d_k, x_std):
     return np.sqrt(var_q / (d_model * x_std ** 2))
 
 
-ANSWER_3 = """3. The batch gradient is the mean of 128 per-query gradients. Unscaled, about half of them are
-nearly zero (one-hot rows), but the queries near a tie send back gradients that, without the factor c,
-are sqrt(d_k) times larger on W_q and W_k. Their mean is therefore not small, and a gradient-norm check
-looks healthy while most queries learn almost nothing. Only the per-query picture (or the spread of
-the scores before softmax) shows the saturation."""
+def batch_grad_norm(x_q, k, d_scores, c):
+    """3. The mean loss's gradient on W_q: the mean of the per-query outer products, then its norm."""
+    d_q = c * (d_scores @ k)                 # (T, S) @ (S, d_k) -> (T, d_k): d loss_i / d q_i
+    grad_W_q = x_q.T @ d_q / x_q.shape[0]    # (d_model, T) @ (T, d_k) -> (d_model, d_k): sum of outer(x_i, d_q_i) / T
+    return np.linalg.norm(grad_W_q)
+
+
+ANSWER_3 = """3. The batch gradient is the mean of the per-query gradients. Unscaled, many of them are nearly
+zero (one-hot rows), but the queries near a tie send back gradients that, without the factor c, are
+much larger on W_q (c = 1 instead of 1/16, and keys of length about sqrt(d_k)). Their mean is not small,
+so a gradient-norm check looks healthy while most queries learn almost nothing. Only the per-query
+picture (or the spread of the scores before softmax) shows the saturation."""

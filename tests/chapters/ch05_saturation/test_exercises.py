@@ -14,9 +14,10 @@ def test_solutions_pass_their_checkers():
     for _ in range(3):  # fresh random cases on every call
         assert ch05.check_query_grad_norms(sol.query_grad_norms)
         assert ch05.check_control_std(sol.control_std)
+        assert ch05.check_batch_grad_norm(sol.batch_grad_norm)
 
 
-@pytest.mark.parametrize("check", [ch05.check_query_grad_norms, ch05.check_control_std])
+@pytest.mark.parametrize("check", [ch05.check_query_grad_norms, ch05.check_control_std, ch05.check_batch_grad_norm])
 def test_placeholder_is_pending(check):
     fb = check(None)
     assert not fb.correct and fb.pending and "No answer yet" in fb.message
@@ -72,3 +73,32 @@ def test_control_init_std_for_gives_unit_spread():
     q = x @ rng.normal(scale=std, size=(d_model, d_k))
     k = x @ rng.normal(scale=std, size=(d_model, d_k))
     assert (q @ k.T).std() == pytest.approx(1.0, rel=0.1)
+
+
+def test_batch_grad_norm_names_the_usual_mistakes():
+    def summed(x_q, k, d_scores, c):
+        return sol.batch_grad_norm(x_q, k, d_scores, c) * x_q.shape[0]
+
+    def norms_then_mean(x_q, k, d_scores, c):
+        return sol.query_grad_norms(x_q, k, d_scores, c).mean()
+
+    fb = ch05.check_batch_grad_norm(summed, seed=0)
+    assert not fb.correct and "divide by T" in fb.message
+    fb = ch05.check_batch_grad_norm(norms_then_mean, seed=0)
+    assert not fb.correct and "partly cancel" in fb.message
+
+
+def test_batch_gradient_of_the_mean_loss_equals_torch():
+    """Exercise 3's reference equals torch's gradient of the mean loss on W_q, scaled and unscaled."""
+    rng = np.random.default_rng(4)
+    T, d_model, d_k = 16, 32, 256
+    x = torch.tensor(rng.normal(size=(T, d_model)))
+    W_q = torch.tensor(rng.normal(size=(d_model, d_k)) / np.sqrt(d_model), requires_grad=True)
+    k = x @ torch.tensor(rng.normal(size=(d_model, d_k)) / np.sqrt(d_model))   # (T, d_k)
+    for c in (1 / 16, 1.0):
+        scores = c * (x @ W_q) @ k.T
+        loss = F.cross_entropy(6.0 * torch.softmax(scores, -1), torch.arange(T))
+        (grad,) = torch.autograd.grad(loss, W_q)
+        d_scores = score_grads(softmax(scores.detach().numpy()))
+        got = ch05.batch_grad_norm_reference(x.numpy(), k.numpy(), d_scores, c)
+        np.testing.assert_allclose(got, grad.norm().item(), rtol=1e-8)

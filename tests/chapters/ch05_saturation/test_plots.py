@@ -74,7 +74,8 @@ def test_weights_over_training_grid_and_labelled_colorbar():
     np.testing.assert_allclose(images[3].get_array(), np.eye(4))
     assert images[3].axes.get_title() == "unscaled, step 0" and images[0].get_clim() == (0, 1)
     fig = images[0].axes.figure
-    assert any(ax.get_ylabel() == style.WEIGHTS_LABEL for ax in fig.axes)
+    assert any(ax.get_ylabel() == "weights" for ax in fig.axes)
+    assert list(images[0].axes.get_xticks()) == [0] and images[0].axes.get_ylabel() == "query (token)"
     fig.canvas.draw()
     assert min(t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_text()) >= style.MIN_FONT_PT
     with pytest.raises(ValueError, match="snaps"):

@@ -1,5 +1,5 @@
-"""Chapter 2 exercises: design a head (a determiner finds its noun), attention straight from X, who prefers itself, a rival longer than the token itself,
-a head's blind directions.
+"""Chapter 2 exercises: design a head (a determiner finds its noun), who prefers itself, the page's
+gradients checked by finite differences.
 
 Each ``check_*`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``): right or
 wrong with a hint that never gives the answer away; ``None`` means "no answer yet".
@@ -9,13 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.core.attention import scaled_dot_product_attention
-from qkv_viz.core.projections import qkv_projections
-from qkv_viz.chapters.feedback import (Feedback, as_array, check_close, check_exact, check_function,
-                                      no_answer)
+from qkv_viz.chapters.feedback import Feedback, as_array, check_function, no_answer
 
-RIVAL_X1, RIVAL_ANGLE_DEG = np.array([3.0, 4.0]), 60.0   # exercise 4: token 0, and the angle to token 1
-RANK_D_MODEL, RANK_D_K = 512, 64   # exercise 5's head: d_model = 512, d_k = 64
 
 
 # ---------------------------------------------------------------- exercise 1: design a head
@@ -67,70 +62,12 @@ def check_determiner_head(W_q, W_k) -> Feedback:
                           "a head cannot tell the two determiners apart (chapter 10 adds positions).")
 
 
-# ---------------------------------------------------------------- exercise 2: attention straight from X
-def reference_attend(X, W_q, W_k, W_v):
-    """softmax((X W_q)(X W_k)^T / sqrt(d_k)) (X W_v), batch by batch: (output (B, T, d_v), weights (B, T, T))."""
-    Q, K, V = qkv_projections(X, W_q, W_k, W_v)  # (B, T, d_model) @ (d_model, d) -> (B, T, d)
-    return scaled_dot_product_attention(Q, K, V)
-
-
-def attend_cases(seed=None, n_cases: int = 5) -> list:
-    """Fresh ``(X (B, T, d_model), W_q, W_k (d_model, d_k), W_v (d_model, d_v))``: B 1..3, d_v != d_k,
-    d_k >= 2 (so a missing 1/sqrt(d_k) shows), and one case whose scores reach about 1500."""
-    rng = np.random.default_rng(seed)
-    cases = []
-    for i in range(n_cases):
-        B, T, d_model = int(rng.integers(1, 4)), int(rng.integers(2, 6)), int(rng.integers(3, 8))
-        d_k = int(rng.integers(2, 5))
-        d_v = d_k + int(rng.integers(1, 3))
-        X = rng.standard_normal((B, T, d_model))
-        W_q, W_k = rng.standard_normal((d_model, d_k)), rng.standard_normal((d_model, d_k))
-        W_v = rng.standard_normal((d_model, d_v))
-        if i == n_cases - 1:  # huge scores: exp without the shift overflows
-            W_q, W_k = 20.0 * W_q, 20.0 * W_k
-        cases.append((X, W_q, W_k, W_v))
-    return cases
-
-
 def _softmax(s):
     e = np.exp(s - s.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def _diagnose_attend(got, want, case):
-    """A sentence naming the mistake, or None to let the generic comparison speak."""
-    X, W_q, W_k, W_v = case
-    out, w = got
-    if not np.all(np.isfinite(w)) or not np.all(np.isfinite(out)):
-        return ("your result contains NaN or inf: one case has scores near 1500, and exp overflows "
-                "above about 709. Subtract each row's largest score before exp.")
-    Q, K, V = X @ W_q, X @ W_k, X @ W_v
-    s = Q @ K.swapaxes(-1, -2)  # (B, T, d_k) @ (B, d_k, T) -> (B, T, T)
-    if np.allclose(w, _softmax(s), atol=1e-6):
-        return "your weights are softmax(Q K^T) without the 1/sqrt(d_k): divide the scores by sqrt(d_k)."
-    if np.allclose(w, _softmax(s.swapaxes(-1, -2) / np.sqrt(W_k.shape[1])), atol=1e-6):
-        return ("your weights are transposed: row i must be token i's query against every key, "
-                "Q @ K.swapaxes(-1, -2), not K @ Q.swapaxes(-1, -2).")
-    if np.allclose(w, want[1], atol=1e-6):
-        if np.allclose(out, w @ X, atol=1e-6):
-            return "you mixed X itself: mix the values, V = X @ W_v."
-        if np.allclose(out, w @ Q, atol=1e-6):
-            return "you mixed the queries: the weights multiply the values V = X @ W_v."
-        return "your weights are right but the output is not: output = weights @ V."
-    if not np.allclose(w.sum(axis=-1), 1.0, atol=1e-6):
-        return "the rows of your weights do not sum to 1: softmax along the last axis (the keys)."
-    return None
-
-
-def check_attend(fn, seed=None) -> Feedback:
-    """Exercise 2: ``fn(X, W_q, W_k, W_v) -> (output, weights)`` for X of shape (B, T, d_model)."""
-    return check_function(fn, reference_attend, attend_cases(seed), name="attend", diagnose=_diagnose_attend,
-                          returns=("output", "weights"), atol=1e-8,
-                          praise="Projections, scores, softmax and the mix of values, for a whole batch: "
-                                 "one self-attention head, written by you.")
-
-
-# ---------------------------------------------------------------- exercise 3: who prefers itself?
+# ---------------------------------------------------------------- exercise 2: who prefers itself?
 def reference_self_preference(X, W_q, W_k):
     """The fraction of tokens whose largest score q_i . k_j is their own (j = i); X (T, d_model)."""
     scores = (X @ W_q) @ (X @ W_k).T  # (T, d_k) @ (d_k, T) -> (T, T)
@@ -169,38 +106,14 @@ def _diagnose_self_preference(got, want, case):
 
 
 def check_self_preference(fn, seed=None) -> Feedback:
-    """Exercise 3: ``fn(X, W_q, W_k) -> fraction`` of tokens whose best key is their own."""
+    """Exercise 2: ``fn(X, W_q, W_k) -> fraction`` of tokens whose best key is their own."""
     return check_function(fn, reference_self_preference, self_preference_cases(seed), name="self_preference",
                           diagnose=_diagnose_self_preference, atol=1e-9,
                           praise="Without projections every token prefers itself (fraction 1); two random "
                                  "matrices mostly break that.")
 
 
-def check_rival_length(answer) -> Feedback:
-    """Exercise 4: no projections, token 0 is x0 = (3, 4); a token x1 points RIVAL_ANGLE_DEG
-    away from it. The smallest length |x1| above which x0 . x1 > x0 . x0."""
-    norm_x1 = float(np.linalg.norm(RIVAL_X1))
-    expected = norm_x1 / np.cos(np.deg2rad(RIVAL_ANGLE_DEG))  # |x1| |x2| cos(angle) = |x1|^2
-    return check_close(answer, expected,
-                       hint="write both scores with lengths and the angle: x0 . x1 = |x0| |x1| cos(angle), "
-                            "x0 . x0 = |x0|^2. Where are they equal?",
-                       praise="Longer than that, and token 0 prefers x1 to itself. Only equal lengths rule this out "
-                              "(cos(angle) <= 1, Cauchy-Schwarz); a trained model's token vectors differ in "
-                              "length, so a long neighbour can outscore a token's own x . x.")
-
-
-def check_blind_directions(answer) -> Feedback:
-    """Exercise 5: for d_model = 512, d_k = 64, the least number of independent directions x with
-    x W_q W_k^T = 0 (directions the head's scores cannot see): d_model minus the largest rank."""
-    return check_exact(answer, RANK_D_MODEL - RANK_D_K,
-                       hint="W_q W_k^T is (d_model, d_k) @ (d_k, d_model): every score goes through "
-                            "a bottleneck in the middle. How many directions can get through it, "
-                            "and how many are there in all?",
-                       praise="This head's scores depend on at most d_k directions of the "
-                              f"{RANK_D_MODEL}-dimensional tokens; it is blind to all the others.")
-
-
-# ---------------------------------------------------------------- exercise 6: the page's gradients, checked
+# ---------------------------------------------------------------- exercise 3: the page's gradients, checked
 class PageLoss:
     """The page's loss -log w[chased, dog] as a function of one matrix (``"W_q"`` or ``"W_k"``), the other held
     fixed. ``loss(W)`` -> a float; ``loss.grad(W)`` -> the page's two gradient lines, (d_model, d_k)."""
@@ -252,7 +165,7 @@ def _diagnose_gradient(got, want, case):
 
 
 def check_numerical_gradient(fn, seed=None) -> Feedback:
-    """Exercise 6: ``fn(loss, W) -> (d_model, d_k)`` finite differences, compared with the page's gradient lines."""
+    """Exercise 3: ``fn(loss, W) -> (d_model, d_k)`` finite differences, compared with the page's gradient lines."""
     return check_function(fn, lambda loss, W: loss.grad(W), gradient_cases(seed), name="numerical_gradient",
                           diagnose=_diagnose_gradient, atol=1e-6,
                           praise="Finite differences agree with the page's two gradient lines, for W_q "

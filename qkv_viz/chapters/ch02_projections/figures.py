@@ -4,7 +4,7 @@
   every entry written in its cell.
 - ``frame_row_max``: frame each row's largest score on a heatmap.
 - ``asymmetry``: how far W_q W_k^T is from symmetric (a number, for the tests and exercises).
-- ``plot_learning``: the loss of the training run and W_q W_k^T before and after it.
+- ``plot_learning``: the training run: what the verb reads, step by step, and W_q W_k^T by hand and learned.
 
 Each takes ``ax=None``, returns the artists it drew and never calls
 ``plt.show()``. Colours follow the book's roles (``qkv_viz.viz.style``):
@@ -110,32 +110,45 @@ def asymmetry(M) -> float:
     return float(np.linalg.norm(M - M.T) / np.linalg.norm(M + M.T))
 
 
-def plot_learning(losses, M_start, M_end, features, axes=None):
-    """The training run of "Learned, not designed": the loss per step (left), then
-    M = W_q W_k^T (d_model, d_model) at the start and at the end, on one colour scale
-    (rows: query features, columns: key features). ``axes``: three axes, or None for a
-    new figure. Returns a dict: "loss" (the Line2D), "start" and "end" (the images)."""
+def plot_learning(history, M_hand, M_learned, features, tokens, target: str, query: str = "the query", axes=None):
+    """The training run of "Learned, not designed". Left: the weights one query gives each
+    token, step by step (``history`` (steps, T); the ``target`` token coloured, the others
+    grey). Middle and right: M = W_q W_k^T (d_model, d_model) as written by hand and as
+    learned, on one colour scale (rows: query features, columns: key features).
+    ``query`` names the reading token in the left panel's title. ``axes``: three axes, or None for a new figure. Returns a dict: "target" (the Line2D),
+    "others" (their Line2Ds), "hand" and "learned" (the images)."""
     from qkv_viz.viz.plots import scores_heatmap
 
-    losses = as_array("losses", losses, ndim=1)
-    M_start, M_end = as_array("M_start", M_start, ndim=2), as_array("M_end", M_end, ndim=2)
-    if M_start.shape != M_end.shape or M_start.shape != (len(features), len(features)):
-        raise ValueError(f"M_start and M_end must both be (d_model, d_model) = ({len(features)}, {len(features)}) "
-                         f"for {len(features)} features, got {M_start.shape} and {M_end.shape}")
+    history = as_array("history", history, ndim=2)
+    M_hand, M_learned = as_array("M_hand", M_hand, ndim=2), as_array("M_learned", M_learned, ndim=2)
+    n = len(features)
+    if M_hand.shape != (n, n) or M_learned.shape != (n, n):
+        raise ValueError(f"M_hand and M_learned must both be (d_model, d_model) = ({n}, {n}) for {n} "
+                         f"features, got {M_hand.shape} and {M_learned.shape}")
+    if history.shape[1] != len(tokens) or target not in tokens:
+        raise ValueError(f"history must be (steps, T) with T = {len(tokens)} tokens and target one of them; "
+                         f"got shape {history.shape} and target {target!r}")
     if axes is None:
-        fig, axes = plt.subplots(1, 3, figsize=style.figsize(1.0, 0.36),
-                                 gridspec_kw={"width_ratios": [0.8, 1, 1.25]})
-    (line,) = axes[0].plot(np.arange(len(losses)), losses, color=style.QUERY_COLOR, lw=2)
-    axes[0].set(xlabel="step", ylabel="loss", title="the loss")
-    lim = float(max(np.abs(M_start).max(), np.abs(M_end).max())) or 1.0
-    short = [f[:4] + "." if len(f) > 5 else f for f in features]  # "anim.", "thing", ...
-    start = scores_heatmap(np.round(M_start, 1) + 0.0, ax=axes[1], tokens_q=short, tokens_k=short, limit=lim, colorbar=False,
-                           title="$W_qW_k^\\top$ at step 0")
-    end = scores_heatmap(np.round(M_end, 1) + 0.0, ax=axes[2], tokens_q=short, tokens_k=short, limit=lim,
-                         title=f"$W_qW_k^\\top$ at step {len(losses) - 1}", colorbar_label="adds to the score")
-    for ax in axes[1:]:
-        ax.set_xlabel("key feature")
-        ax.set_ylabel("query feature")
-    axes[2].set_ylabel("")
+        fig, axes = plt.subplots(1, 3, figsize=style.figsize(1.0, 0.4),
+                                 gridspec_kw={"width_ratios": [1.0, 1, 1.1]})
+    steps = np.arange(len(history))
+    j = list(tokens).index(target)
+    others = [axes[0].plot(steps, history[:, i], color="0.6", lw=1.5)[0] for i in range(len(tokens)) if i != j]
+    (line,) = axes[0].plot(steps, history[:, j], color=style.KEY_COLOR, lw=2.5)
+    end = steps[-1]  # the lines labelled where they end, no legend in the way
+    axes[0].text(end, history[-1, j] - 0.05, f'"{target}"', color=style.KEY_COLOR, ha="right", va="top",
+                 fontsize=style.FONT_PT)
+    axes[0].text(end, np.delete(history[-1], j).max() + 0.05, "the other tokens", color="0.4", ha="right",
+                 va="bottom", fontsize=style.FONT_PT)
+    axes[0].set(xlabel="step", ylabel="weight", ylim=(-0.03, 1.03), title=f"what {query} reads")
+    lim = float(max(np.abs(M_hand).max(), np.abs(M_learned).max())) or 1.0
+    hand = scores_heatmap(M_hand + 0.0, ax=axes[1], tokens_q=features, tokens_k=features, limit=lim,
+                          colorbar=False, title="$W_qW_k^\\top$ by hand")
+    learned = scores_heatmap(np.round(M_learned, 1) + 0.0, ax=axes[2], tokens_q=[""] * n, tokens_k=features,
+                             limit=lim, title=f"learned, step {len(history) - 1}",
+                             colorbar_label="adds to the score")
+    axes[1].set(xlabel="key feature", ylabel="query feature")
+    axes[2].set(xlabel="key feature", ylabel="")
+    axes[2].tick_params(axis="y", left=False)
     axes[0].figure.tight_layout()
-    return {"loss": line, "start": start, "end": end}
+    return {"target": line, "others": others, "hand": hand, "learned": learned}

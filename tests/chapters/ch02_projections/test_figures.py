@@ -63,14 +63,21 @@ def test_asymmetry_is_zero_for_tied_and_about_one_for_random_projections():
         asymmetry(np.ones((2, 3)))
 
 
-def test_plot_learning_draws_the_losses_and_both_matrices_on_one_scale():
+def test_plot_learning_draws_the_weights_and_both_matrices_on_one_scale():
     from qkv_viz.chapters.ch02_projections.figures import plot_learning
     rng = np.random.default_rng(0)
-    losses = np.linspace(1.6, 0.0, 11)
-    M0, M1 = 0.01 * rng.standard_normal((4, 4)), 8 * np.eye(4)
-    arts = plot_learning(losses, M0, M1, ("animate", "thing", "action", "determiner"))
-    np.testing.assert_allclose(arts["loss"].get_ydata(), losses)
-    assert arts["start"].get_clim() == arts["end"].get_clim() == (-8.0, 8.0)
-    np.testing.assert_allclose(arts["end"].get_array(), M1)
+    tokens = ("the", "dog", "chased", "a", "ball")
+    features = ("animate", "thing", "action", "determiner")
+    history = rng.dirichlet(np.ones(5), size=11)                 # (steps, T)
+    M_hand, M_learned = 4 * np.eye(4), 8 * np.eye(4)
+    arts = plot_learning(history, M_hand, M_learned, features, tokens, target="dog")
+    np.testing.assert_allclose(arts["target"].get_ydata(), history[:, 1])
+    assert len(arts["others"]) == 4
+    assert arts["hand"].get_clim() == arts["learned"].get_clim() == (-8.0, 8.0)
+    np.testing.assert_allclose(arts["learned"].get_array(), M_learned)
+    ax = arts["hand"].axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(features)  # full names, not cut
     with pytest.raises(ValueError, match="d_model, d_model"):
-        plot_learning(losses, M0, np.eye(3), ("a", "b", "c", "d"))
+        plot_learning(history, M_hand, np.eye(3), features, tokens, target="dog")
+    with pytest.raises(ValueError, match="target"):
+        plot_learning(history, M_hand, M_learned, features, tokens, target="cat")

@@ -147,3 +147,22 @@ def test_the_naive_softmax_returns_a_silent_0_just_below_the_overflow():
     zero = c_fine[naive == 0]
     assert zero.size > 0 and zero.min() >= window[0] - 1e-3 and zero.max() <= window[1]
     assert np.all(np.isnan(naive[c_fine > window[1]])) and np.all(naive[c_fine < window[0]] > 0.6)
+
+
+def test_changing_the_last_word_moves_no_earlier_output_only_under_the_causal_mask():
+    from qkv_viz import causal_mask, masked_softmax
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(4, 16))
+    W = [init_projection(16, 4, seed=s) for s in (4, 5, 6)]
+
+    def head(x, mask):
+        q, k, v = (x @ w for w in W)
+        return masked_softmax(q @ k.T / 2.0, mask) @ v
+
+    x_last = x.copy()
+    x_last[-1] = rng.normal(size=16)
+    for mask, earlier_moves in ((causal_mask(4), False), (np.ones((4, 4), dtype=bool), True)):
+        moved = np.abs(head(x_last, mask) - head(x, mask)).max(axis=1)
+        assert (moved[:-1].max() > 0.1) == earlier_moves and moved[-1] > 0.1
+        if not earlier_moves:
+            assert moved[:-1].max() == 0.0

@@ -154,3 +154,12 @@ def test_log_softmax_solution_passes_and_stub_is_pending(seed):
 def test_log_softmax_mistakes_are_named(fn, words):
     fb = ch08.check_log_softmax(fn, seed=0)
     assert not fb and words in fb.message and "- m -" not in fb.message, fb.message
+
+
+def test_the_buggy_attention_passes_the_square_small_test_most_people_try_first():
+    """Exercise 2's text: on square q (T == d_k) with small random numbers it gives the right answer."""
+    rng = np.random.default_rng(3)
+    q, k, v = rng.normal(size=(4, 4)), rng.normal(size=(6, 4)), rng.normal(size=(6, 3))
+    np.testing.assert_allclose(ch08.attention_buggy(q, k, v), sol.attention_fixed(q, k, v), atol=1e-12)
+    q = rng.normal(size=(5, 4))                                  # T != d_k: the bug shows
+    assert not np.allclose(ch08.attention_buggy(q, k, v), sol.attention_fixed(q, k, v))

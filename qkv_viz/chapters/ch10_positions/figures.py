@@ -157,21 +157,21 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
 
 
 def plot_angles(T: int, d_k: int, base: float = 10000.0, ax=None):
-    """The angle m * theta_i (mod 2 pi) by which RoPE turns pair i at position m: (T, d_k/2),
-    on a cyclic colour map; fast pairs (left) cycle every few positions, slow ones barely move."""
+    """cos(m * theta_i), the cosine of the angle by which RoPE turns pair i at position m: (T, d_k/2),
+    on a diverging colour map (+1 red: not turned or a whole turn, -1 blue: half a turn); fast pairs
+    (left) cycle every few positions, slow ones (right) stay near +1."""
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.5, 0.8), layout="constrained")
-    angle = np.mod(np.arange(T)[:, None] * rope_frequencies(d_k, base)[None, :], 2 * np.pi)  # (T, d_k/2)
-    im = ax.imshow(angle, cmap="twilight", vmin=0, vmax=2 * np.pi, aspect="auto", interpolation="nearest")
-    bar = ax.figure.colorbar(im, ax=ax, ticks=[0, np.pi, 2 * np.pi])
-    bar.ax.set_yticklabels(["0", "π", "2π"])
-    bar.set_label("angle $m\\,\\theta_i$ (mod 2π)")
-    ax.set(xlabel="pair i (fast → slow)", ylabel="position m", title=f"RoPE's angles, d_k = {d_k}")
+    cos = np.cos(np.arange(T)[:, None] * rope_frequencies(d_k, base)[None, :])  # (T, 1) * (1, d_k/2) -> (T, d_k/2)
+    im = ax.imshow(cos, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    bar = ax.figure.colorbar(im, ax=ax, ticks=[-1, 0, 1])
+    bar.set_label("$\\cos(m\\,\\theta_i)$")
+    ax.set(xlabel="pair i (fast → slow)", ylabel="position m", title=f"RoPE's turns, d_k = {d_k}")
     return [im, bar]
 
 
 def plot_frequencies_and_decay(d_k: int, base: float, distances, expected, axes=None, T: int = 64):
-    """Left: the angle m * theta_i of every pair at positions 0..T-1 (``plot_angles``). Right: the
+    """Left: cos(m * theta_i) of every pair at positions 0..T-1 (``plot_angles``). Right: the
     expected q_m . k_n / d_k of a key equal to its query against n - m (``toy.expected_decay``)."""
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.4), layout="constrained",

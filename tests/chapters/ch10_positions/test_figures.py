@@ -126,22 +126,23 @@ def test_head_map_names_its_tokens_and_refuses_a_wrong_count():
         figures.plot_head([w], tokens=[["dog", "man"]])
 
 
-def test_frequency_panel_is_the_angle_map_with_a_mathtext_bar_label():
+def test_frequency_panel_is_the_cosine_map_with_a_mathtext_bar_label():
     import matplotlib.pyplot as plt
     im, line = figures.plot_frequencies_and_decay(8, 10000.0, np.arange(5), np.ones(5), T=10)
     assert im.get_array().shape == (10, 4)                 # positions 0..9, pairs 0..3
-    assert any("$m\\,\\theta_i$" in ax.get_ylabel() for ax in plt.gcf().axes)
+    assert any("$\\cos(m\\,\\theta_i)$" in ax.get_ylabel() for ax in plt.gcf().axes)
     plt.close("all")
 
 
-def test_angle_map_is_m_theta_i_mod_two_pi_with_a_labelled_bar():
+def test_angle_map_is_the_cosine_of_m_theta_i_on_a_diverging_map_with_a_labelled_bar():
     from qkv_viz.core.positions import rope_frequencies
 
     im, bar = figures.plot_angles(40, 16)
-    want = np.mod(np.arange(40)[:, None] * rope_frequencies(16)[None, :], 2 * np.pi)   # (40, 8)
+    want = np.cos(np.arange(40)[:, None] * rope_frequencies(16)[None, :])   # (40, 8)
     np.testing.assert_allclose(im.get_array(), want)
-    assert im.get_array()[1, 0] == pytest.approx(1.0)      # pair 0 turns 1 radian per position
-    assert "angle" in bar.ax.get_ylabel()
+    assert im.get_array()[1, 0] == pytest.approx(np.cos(1.0))   # pair 0 turns 1 radian per position
+    assert im.get_clim() == (-1, 1) and im.get_cmap().name == "RdBu_r"   # symmetric, not cyclic
+    assert "cos" in bar.ax.get_ylabel()
 
 
 def test_turning_without_the_start_drops_the_dashed_arrows_and_keeps_the_dot_product():

@@ -52,13 +52,17 @@ def test_layer_1_head_9_looks_at_the_previous_token(trace):
 
 
 def test_the_animal_column_of_layer_3_head_1_is_not_only_it(model, trace):
-    """Second control: other queries ("the" before "animal", [SEP]) put about as much weight on
-    "animal" as "it" does, and keep it in the "wide" sentence, where "it" loses it."""
+    """Second control: two other queries ("the" before "animal", [SEP]) put about half of their
+    weight on "animal" in both sentences, more than "it" in the "wide" one; the others little."""
     control = run(model, WIDE)
     a, it = trace.tokens.index("animal"), trace.tokens.index("it")
     tired, wide = trace.weights[3, 1, :, a], control.weights[3, 1, :, a]   # (T,) each
     assert [round(float(x), 2) for x in (tired[1], tired[-1], tired[it])] == [0.52, 0.44, 0.68]
     assert [round(float(x), 2) for x in (wide[1], wide[-1], wide[it])] == [0.55, 0.49, 0.28]
+    for col in (tired, wide):
+        assert 0.4 < min(col[1], col[-1]) and max(col[1], col[-1]) < 0.6         # "about half"
+        assert np.delete(col, [1, it, len(col) - 1]).max() < 0.2                 # the other 13 queries
+    assert min(wide[1], wide[-1]) > wide[it]                                       # "more than 'it' does"
 
 
 def test_cls_values_are_short_and_deliver_little(model, trace):

@@ -206,3 +206,38 @@ def weights_vs_temperature(library, query, ax=None, marks=(1.0, np.sqrt(2)), lo=
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=style.FONT_PT)
     ax.set_title("cold: one book takes everything; hot: every book gets 1/5", fontsize=style.TITLE_PT)
     return lines
+
+
+def output_as_sum(contributions, library, value_axes, ax=None, label_min=0.04):
+    """The output as the weighted sum of the values: one stacked bar per value entry (rows of
+    the picture: ``value_axes``), one segment per book, ``contributions[j] = w_j * v_j``, in the
+    book's colour of ``weights_vs_temperature``; segments of at least ``label_min`` carry their
+    number, each bar's total (the output's entry) is written at its end.
+
+    contributions: (n_books, d_v). Returns the list of BarContainers, one per book.
+    """
+    contributions = np.asarray(contributions, dtype=float)
+    if contributions.shape != (library.n_books, len(value_axes)):
+        raise ValueError(f"contributions must have shape (n_books, d_v) = ({library.n_books}, {len(value_axes)}), "
+                         f"got {contributions.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(1.0, 0.3), layout="constrained")
+    colors = plt.get_cmap("tab10")(np.arange(library.n_books))
+    rows = np.arange(len(value_axes))
+    left, bars = np.zeros(len(value_axes)), []
+    for j, (title, color) in enumerate(zip(numbered_titles(library), colors)):
+        piece = contributions[j]                                             # (d_v,): w_j * v_j
+        bars.append(ax.barh(rows, piece, left=left, color=color, label=title, edgecolor="white", lw=0.8))
+        for r in rows:
+            if piece[r] >= label_min:
+                ax.text(left[r] + piece[r] / 2, r, f"{piece[r]:.2f}", ha="center", va="center",
+                        color="white", fontsize=style.ANNOTATION_PT)
+        left = left + piece
+    for r in rows:
+        ax.text(left[r] + 0.01, r, f"= {left[r]:.3f}", ha="left", va="center", fontsize=style.FONT_PT)
+    ax.set(xlim=(0, 1), yticks=rows, xlabel="output entry = sum over books of weight × value")
+    ax.set_yticklabels(value_axes, fontsize=style.FONT_PT)
+    ax.invert_yaxis()
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=style.FONT_PT)
+    ax.set_title("the output: each book's value times its weight, stacked", fontsize=style.TITLE_PT)
+    return bars

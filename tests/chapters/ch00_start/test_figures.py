@@ -52,3 +52,39 @@ def test_the_outlined_rows_are_banks_row_of_every_query_side_matrix():
 def test_an_unknown_focus_is_refused_naming_the_tokens():
     with pytest.raises(ValueError, match="focus must be one of the tokens"):
         bank_pipeline(X, W_q, W_k, W_v, TOKENS, focus="money")
+
+
+def _moves():
+    from qkv_viz.chapters.ch00_start.figures import bank_moves  # noqa: F401
+    rates = "the bank raised its rates".split()
+    X_r = np.array([[0, 0, 0], [0.3, 0.3, 1], [0, 0.5, 0], [0, 0, 0], [0, 1, 1.]])
+    out = []
+    for tokens, X_s in ((TOKENS, X), (rates, X_r)):
+        Q, K, V = X_s @ W_q, X_s @ W_k, X_s @ W_v
+        w = softmax(Q @ K.T / np.sqrt(2))
+        b = tokens.index("bank")
+        out.append((" ".join(tokens), X_s[b, :2], w[b], V, tokens))
+    return out
+
+
+def test_bank_moves_ends_each_sentence_where_the_output_added_back_puts_bank():
+    from qkv_viz.chapters.ch00_start.figures import bank_moves
+    moves = _moves()
+    drawn = bank_moves(moves)
+    assert len(drawn) == 2
+    for (label, start, w, V, tokens), (arrows, end) in zip(moves, drawn):
+        expected = start + w @ V                       # the token after attention, water and money
+        np.testing.assert_allclose(np.ravel(end.get_data()), expected)
+        assert len(arrows) == int(np.count_nonzero((w[:, None] * V).any(axis=1)))  # one piece per token that gives
+        assert np.allclose(arrows[0].xyann, start) and np.allclose(arrows[-1].xy, expected)  # head to tail
+    texts = [t.get_text() for t in plt.gca().texts]
+    assert "0.42 × river" in texts and "0.59 × rates" in texts
+    river_end, rates_end = (np.ravel(e.get_data()) for _, e in drawn)
+    assert river_end[0] > river_end[1] and rates_end[1] > rates_end[0]  # towards water, towards money
+
+
+def test_bank_moves_refuses_mismatched_shapes_naming_them():
+    from qkv_viz.chapters.ch00_start.figures import bank_moves
+    label, start, w, V, tokens = _moves()[0]
+    with pytest.raises(ValueError, match=r"V \(T, 2\)"):
+        bank_moves([(label, start, w, V[:, :1], tokens)])

@@ -117,3 +117,19 @@ def test_library_and_weights_keeps_every_label_inside_a_saved_constrained_figure
             for label in (ax.yaxis.label, ax.xaxis.label, ax.title):
                 box = label.get_window_extent(renderer)
                 assert box.x0 >= 0 and box.x1 <= fig.bbox.width, label.get_text()
+
+
+def test_output_as_sum_stacks_each_books_weighted_value_into_the_output():
+    from qkv_viz.chapters.ch01_library.figures import output_as_sum
+    lib = demo_library()
+    out, w = soft_lookup(DEMO_QUERY, lib, 1.0)
+    contributions = w[:, None] * lib.values                                     # (5, 3)
+    bars = output_as_sum(contributions, lib, ("AI facts", "recipes", "history"))
+    assert len(bars) == lib.n_books
+    ends = np.array([[p.get_x() + p.get_width() for p in b.patches] for b in bars])  # (5, 3)
+    np.testing.assert_allclose(ends[-1], out)                                    # the last piece ends at the output
+    np.testing.assert_allclose([[p.get_width() for p in b.patches] for b in bars], contributions)
+    texts = [t.get_text() for t in bars[0].patches[0].axes.texts]
+    assert [f"= {x:.3f}" for x in out] == [t for t in texts if t.startswith("=")]
+    with pytest.raises(ValueError, match="contributions must have shape"):
+        output_as_sum(contributions[:, :2], lib, ("AI facts", "recipes", "history"))

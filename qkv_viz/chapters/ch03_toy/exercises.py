@@ -1,4 +1,5 @@
-"""Chapter 3 exercises: attention with a batch axis and T != S, the weights back from an output, a query that ties two keys.
+"""Chapter 3 exercises: attention with a batch axis and T != S, the weights back from an output, a query that ties two keys
+(for any keys).
 
 Each ``check_*`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``): right or
 wrong with a hint that never gives the answer away; ``None`` means "no answer yet".
@@ -142,29 +143,76 @@ def check_weights_from_output(fn, seed=None) -> Feedback:
                                  "two coordinates and 'the weights sum to 1', three equations.")
 
 
-def check_tie_query(answer) -> Feedback:
-    """Exercise 3: a query q (2,) for which the toy's keys k0 and k2 get equal weight and k1 less than either."""
-    if answer is None:
-        return no_answer()
-    try:
-        q, _ = as_array(answer)
-    except AnswerError as exc:
-        return Feedback(False, f"your answer {exc}. Hint: give the query as two numbers, e.g. np.array([x, y]).")
-    if q.shape != (2,):
-        return Feedback(False, f"your query has shape {q.shape}; the toy's keys have d_k = 2, so q is (2,). Hint: "
-                               "two numbers.")
-    if not np.all(np.isfinite(q)):
-        return Feedback(False, "your query holds NaN or inf. Hint: two finite numbers.")
-    dots = TOY_K @ q                                 # (3, 2) @ (2,) -> (3,): q . k_j
-    weights = softmax(dots / np.sqrt(2))
-    if not np.isclose(weights[0], weights[2], atol=1e-6):
-        return Feedback(False, f"your q gives q.k0 = {dots[0]:.3g} and q.k2 = {dots[2]:.3g}, weights "
-                               f"{weights[0]:.3f} and {weights[2]:.3f}. Hint: k0 = (0, 1) and k2 = (1, 0); equal "
-                               "weights need equal dot products.")
-    if weights[1] >= weights[0] - 1e-9:
-        return Feedback(False, f"k0 and k2 tie at {weights[0]:.3f} each, but k1 gets {weights[1]:.3f}, not less. "
-                               "Hint: write q.k1 with k1 = (1, 2) in terms of q.k0 and q.k2; when is it the "
-                               "smallest?")
-    return Feedback(True, f"k0 and k2 get {weights[0]:.3f} each and k1 {weights[1]:.3f}. With q = (a, a), "
-                          "q.k1 = 3a is below a exactly when a < 0: a query pointing away from all three keys "
-                          "picks the shortest ones.")
+def tie_cases(seed=None, n_cases: int = 5) -> list:
+    """``(K (S, 2), a, b)``: the page's keys with (0, 2) first, then fresh random keys in which keys a and
+    b are neighbours on the outside of the cloud (every other key lies strictly on one side of the line
+    through k_a and k_b), so a query that ties them and puts every other key below exists."""
+    rng = np.random.default_rng(seed)
+    cases = [(TOY_K.copy(), 0, 2)]
+    while len(cases) < n_cases:
+        S = int(rng.integers(3, 6))
+        k_a, k_b = rng.normal(size=(2, 2)) * 2
+        d = k_a - k_b
+        if np.linalg.norm(d) < 0.5:
+            continue
+        n = np.array([-d[1], d[0]]) / np.linalg.norm(d)          # (2,): across the line through k_a, k_b
+        others = rng.normal(size=(S - 2, 2)) * 2
+        side = others @ n - k_a @ n                              # (S - 2,): signed distance to the line
+        others -= np.outer(np.where(side > 0, side + rng.uniform(0.3, 2.0, S - 2), 0.0), n)  # all below the line
+        others -= np.outer(np.where(side <= 0, rng.uniform(0.3, 2.0, S - 2), 0.0), n)
+        K = np.vstack([k_a, k_b, others])
+        order = rng.permutation(S)                               # a and b anywhere in the list
+        K = K[order]
+        a, b = int(np.flatnonzero(order == 0)[0]), int(np.flatnonzero(order == 1)[0])
+        cases.append((K, a, b))
+    return cases
+
+
+def _tie_verdict(K, a, b, q):
+    """(tied, others below) as 0/1 floats for the query q (2,) on keys K (S, 2)."""
+    dots = K @ q                                                 # (S, 2) @ (2,) -> (S,): q . k_j
+    scale = 1e-6 * max(1.0, float(np.abs(dots).max()))
+    tied = abs(dots[a] - dots[b]) <= scale
+    rest = np.delete(dots, [a, b])
+    below = bool(np.all(rest < min(dots[a], dots[b]) - scale))
+    return np.array([float(tied), float(below)])
+
+
+def check_tie_query(fn, seed=None) -> Feedback:
+    """Exercise 3: ``fn(K, a, b) -> q`` (2,), a query for which keys a and b get equal weight and every
+    other key less than either. Any such query is right: the checker judges the weights, not the numbers."""
+    seen = []  # the reader's query on each case, for the diagnosis
+
+    def judged(K, a, b):
+        K_given = np.array(K, dtype=float)                       # judged on the keys as given, even if fn changes K
+        q = fn(K, a, b)
+        if q is None:
+            return None
+        q, _ = as_array(q)
+        q = q.astype(float)
+        if q.shape != (2,) or not np.all(np.isfinite(q)):
+            raise AnswerError(f"should return a query of shape (2,) with finite numbers, got shape {q.shape}")
+        seen.append(q)
+        return _tie_verdict(K_given, a, b, q)
+
+    def diagnose(got, want, case):
+        K, a, b = case
+        q = seen[-1]
+        w = softmax(K @ q / np.sqrt(2))                          # (S,): the weights this query gives
+        if got[0] < 0.5:
+            return (f"your q = {np.round(q, 3).tolist()} gives key {a} the weight {w[a]:.3f} and key {b} "
+                    f"{w[b]:.3f}: equal weights need equal dot products, q . k_{a} = q . k_{b}, i.e. "
+                    f"q . (k_{a} - k_{b}) = 0. Which directions are at right angles to k_{a} - k_{b}?")
+        worst = max((c for c in range(len(K)) if c not in (a, b)), key=lambda c: w[c])
+        if np.allclose(q, 0):
+            return "q = 0 ties every key; the others must get LESS than keys a and b: q cannot be zero."
+        return (f"keys {a} and {b} tie at {w[a]:.3f}, but key {worst} gets {w[worst]:.3f}, not less. Of the two "
+                "directions at right angles to k_a - k_b, you need the one pointing away from the other keys: "
+                "try the opposite sign.")
+
+    page_w = softmax(TOY_K @ np.array([-1.0, -1.0]) / np.sqrt(2))  # (3,): the page's keys, q = (-1, -1)
+    return check_function(judged if callable(fn) else fn, lambda K, a, b: np.ones(2), tie_cases(seed),
+                          name="tie_query", diagnose=diagnose,
+                          praise="Every query at right angles to k_a - k_b ties the two keys; the sign that points "
+                                 "away from the others puts them below. On the page's keys, q = (-1, -1) gives "
+                                 f"k0 and k2 {page_w[0]:.3f} each and k1 {page_w[1]:.3f}.")

@@ -26,6 +26,12 @@ def weights_from_output(V, output):
     return np.linalg.solve(A, b)                        # (3, 3) x = (3,) -> (3,)
 
 
-# Exercise 3: k0 = (0, 1), k2 = (1, 0), so q = (a, a) ties them (q.k0 = q.k2 = a); k1 = (1, 2) gives
-# q.k1 = 3a, below a exactly when a < 0.
-TIE_QUERY = np.array([-1.0, -1.0])   # weights [0.446, 0.108, 0.446]
+# Exercise 3: q . k_a = q . k_b means q . (k_a - k_b) = 0, so q is at right angles to d = k_a - k_b:
+# n = (-d_y, d_x) or -n. Both tie the two keys; the one whose score for k_a beats every other key's wins.
+# On the page's keys (a, b = 0, 2): d = (-1, 1), n = (-1, -1), q . k = [-1, -3, -1]: weights 0.446, 0.108, 0.446.
+def tie_query(K, a, b):
+    """K (S, 2) keys, a and b two indices -> q (2,) giving keys a and b equal weight, every other key less."""
+    d = K[a] - K[b]                                     # (2,)
+    n = np.array([-d[1], d[0]])                         # (2,): n . d = 0
+    others = np.delete(K, [a, b], axis=0)               # (S - 2, 2)
+    return n if np.all(others @ n < K[a] @ n) else -n

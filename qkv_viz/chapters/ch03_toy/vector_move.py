@@ -26,6 +26,7 @@ import numbers
 
 import numpy as np
 import traitlets
+from matplotlib import patheffects
 from matplotlib.figure import Figure
 from matplotlib.patches import Polygon
 
@@ -159,8 +160,11 @@ class VectorMoveFigure(CheckedFigure):
             right.annotate(f"v{j}", v, xytext=(4, 4), textcoords="offset points", color=SHARE_TEXT[j % 3],
                            fontweight="bold")
             step = weights[j] * v  # (2,): this value's share of the output
-            right.arrow(*at, *step, color=SHARE_COLOURS[j % 3], width=0.006 + 0.03 * weights[j], **small)
+            right.arrow(*at, *step, color=SHARE_COLOURS[j % 3], width=0.006 + 0.03 * weights[j], zorder=3,
+                        path_effects=[patheffects.withStroke(linewidth=3, foreground="white")], **small)
             at = at + step
+            if j < len(V) - 1:  # where this piece ends and the next begins (vector_move.js's joints)
+                right.plot(*at, "o", ms=6, mfc="white", mec=SHARE_COLOURS[j % 3], mew=2, zorder=4)
         right.plot(*output, "o", color=OUTPUT_COLOUR, ms=7, zorder=3)
         right.annotate("output", output, xytext=(10, -10), textcoords="offset points", ha="left", va="top",
                        color=OUTPUT_COLOUR, fontweight="bold", arrowprops=dict(arrowstyle="-", color=OUTPUT_COLOUR,

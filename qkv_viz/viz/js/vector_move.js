@@ -146,10 +146,18 @@ function render({model, el}) {
     ctx.fillStyle = "rgba(0, 0, 0, 0.2)";
     for (const p of trail) { ctx.beginPath(); ctx.arc(vp.X(p[0]), vp.Y(p[1]), 2.5, 0, 2 * Math.PI); ctx.fill(); }
     let at = [0, 0];   // w_0 v_0, then + w_1 v_1, ...: tip to tail
+    const joints = [];
     for (let j = 0; j < S; j++) {
       const next = [at[0] + r.weights[j] * values[j * dV], at[1] + r.weights[j] * values[j * dV + 1]];
-      drawArrow(ctx, vp, at, next, SHARE_COLOURS[j % SHARE_COLOURS.length], 1.5 + 4 * r.weights[j]);
+      const w = 1.5 + 4 * r.weights[j];
+      drawArrow(ctx, vp, at, next, "#ffffff", w + 3);   // a white halo: a short piece stands out from its dashed value
+      drawArrow(ctx, vp, at, next, SHARE_COLOURS[j % SHARE_COLOURS.length], w);
+      if (j < S - 1) joints.push([next, SHARE_COLOURS[j % SHARE_COLOURS.length]]);
       at = next;
+    }
+    for (const [p, colour] of joints) {   // where one piece ends and the next begins: even a short piece shows
+      ctx.beginPath(); ctx.arc(vp.X(p[0]), vp.Y(p[1]), 3.5, 0, 2 * Math.PI);
+      ctx.fillStyle = "#ffffff"; ctx.fill(); ctx.strokeStyle = colour; ctx.lineWidth = 2; ctx.stroke(); ctx.lineWidth = 1;
     }
     drawArrow(ctx, vp, [0, 0], [r.output[0], r.output[1]], OUTPUT_COLOUR, 2, [7, 4]);
     ctx.fillStyle = OUTPUT_COLOUR;

@@ -9,7 +9,7 @@ from qkv_viz.chapters.ch03_toy import exercises as ch03
 from qkv_viz.chapters.ch03_toy import solutions as sol
 
 SOLVED = [(ch03.check_attention, sol.attention), (ch03.check_weights_from_output, sol.weights_from_output),
-          (ch03.check_tie_query, sol.TIE_QUERY)]
+          (ch03.check_tie_query, sol.tie_query)]
 
 
 @pytest.mark.parametrize("check, answer", SOLVED)
@@ -24,18 +24,36 @@ def test_placeholder_is_pending_not_an_error(check):
     assert not fb.correct and fb.pending and "No answer yet" in repr(fb)
 
 
-def test_wrong_queries_get_a_hint_without_the_answer():
-    for wrong in ([1.0, 1.0], [1.0, 0.0], [0.0, 0.0], "seven", [np.nan, 1.0], [1.0, 2.0, 3.0]):
-        fb = ch03.check_tie_query(wrong)
-        assert not fb.correct and "Hint" in fb.message
-        assert "-1" not in fb.message and "a < 0" not in fb.message
+def test_wrong_queries_are_named_without_the_answer():
+    cases = {
+        "no tie": (lambda K, a, b: K[a], "q . (k_"),                          # points at key a: no tie
+        "wrong sign": (lambda K, a, b: -sol.tie_query(K, a, b), "opposite sign"),
+        "zero": (lambda K, a, b: np.zeros(2), "cannot be zero"),
+        "bad shape": (lambda K, a, b: np.ones(3), "shape (2,)"),
+        "nan": (lambda K, a, b: np.array([np.nan, 1.0]), "finite"),
+    }
+    for name, (fn, words) in cases.items():
+        fb = ch03.check_tie_query(fn, seed=0)
+        assert not fb.correct and words in fb.message, (name, fb.message)
+        assert "-1, -1" not in fb.message  # never the page's answer
 
 
-def test_any_negative_diagonal_query_ties_k0_and_k2_below_k1():
-    for a in (-0.1, -1.0, -7.5):
-        assert ch03.check_tie_query([a, a]).correct
-    assert not ch03.check_tie_query([0.5, 0.5]).correct      # k1 gets more
-    assert not ch03.check_tie_query([-1.0, -1.2]).correct    # no tie
+@pytest.mark.parametrize("seed", range(6))
+def test_tie_cases_always_have_an_answer_and_any_right_query_passes(seed):
+    for K, a, b in ch03.tie_cases(seed=seed):
+        q = sol.tie_query(K, a, b)
+        np.testing.assert_array_equal(ch03._tie_verdict(K, a, b, q), [1.0, 1.0])
+        np.testing.assert_array_equal(ch03._tie_verdict(K, a, b, 7.3 * q), [1.0, 1.0])  # any length
+    assert ch03.check_tie_query(lambda K, a, b: 0.01 * sol.tie_query(K, a, b), seed=seed).correct
+
+
+def test_the_pages_keys_tie_k0_and_k2_below_k1():
+    K, a, b = ch03.tie_cases(seed=0)[0]
+    assert (a, b) == (0, 2)
+    for c in (-0.1, -1.0, -7.5):
+        w = softmax(K @ np.array([c, c]) / np.sqrt(2))
+        assert np.isclose(w[0], w[2]) and w[1] < w[0]
+    assert not ch03.check_tie_query(lambda K, a, b: np.array([0.5, 0.5])).correct    # k1 gets more
 
 
 def _t(K):

@@ -19,3 +19,20 @@ def test_outputs_recover_their_weights_and_lie_inside_the_triangle():
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="corners"):
         barycentric([0.1, 0.2], np.ones((4, 2)))
+
+
+def test_rows_times_columns_writes_every_dot_product_and_the_framed_sum():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from qkv_viz.chapters.ch03_toy.figures import plot_rows_times_columns
+    arts = plot_rows_times_columns(TOY_Q, TOY_K, i=0, j=1)
+    dots = TOY_Q @ TOY_K.T
+    assert [[float(t.get_text()) for t in row] for row in arts["cells"]] == dots.tolist()
+    assert arts["sum"].get_text().endswith("1·1 + 2·2 = 5")
+    assert arts["cells"][0][1].get_fontweight() == "bold"       # the framed cell: row 0 meets column 1
+    with pytest.raises(ValueError, match="same d_k"):
+        plot_rows_times_columns(TOY_Q, np.ones((3, 3)))
+    with pytest.raises(ValueError, match="i must be"):
+        plot_rows_times_columns(TOY_Q, TOY_K, i=3)
+    plt.close("all")

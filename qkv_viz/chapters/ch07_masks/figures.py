@@ -7,7 +7,8 @@ import numpy as np
 
 HATCH = "////"
 PAD_HATCH = "\\\\\\\\"                  # padding: the other diagonal
-HATCH_COLOR = "0.75"
+CLICK_HATCH = "----"                  # the explorer's cells hidden by hand
+HATCH_COLOR = "0.75"                  # masks.js draws the same grey (#bfbfbf) over the weight-0 colour
 
 
 def hatch_masked(ax, mask, hatch=HATCH):
@@ -82,39 +83,39 @@ def plot_encoder_decoder(ax=None):
     return patches
 
 
-def plot_masked_heads(weights, mask, tokens, titles=None, axes=None):
-    """One heatmap per (sentence, head) of ``weights`` (B, H, T, T), cells hidden by ``mask``
-    hatched (``mask`` broadcasts to (B, H, T, T), True = may look).
+def plot_masked_batch(weights, causal, padding, tokens, titles=None, axes=None):
+    """One heatmap per sentence of ``weights`` (B, T, T), a decoder's self-attention over a
+    padded batch: cells hidden by ``causal`` ((T, T) bool, True = may look) hatched ``/``,
+    keys hidden by ``padding`` ((B, T) bool, True = real token) hatched the other way (a cell
+    hidden by both gets both), as the mask explorer draws them.
 
-    ``tokens``: B lists of T names (a sentence's filler included); ``titles``: B * H strings,
-    sentence by sentence. ``axes``: B x H axes (created when None). Returns the B * H images,
-    drawn on one colour scale (weights 0..1) and without their own colour bars.
+    ``tokens``: B lists of T names (filler included); ``titles``: B strings; ``axes``: B axes
+    (created when None). Returns the B images, on one colour scale (weights 0..1), without
+    their own colour bars.
     """
     from qkv_viz.viz import style
     from qkv_viz.viz.plots import attention_heatmap
 
     weights = np.asarray(weights, dtype=float)
-    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
-        raise ValueError(f"weights must have shape (B, H, T, T), got {weights.shape}")
-    B, H, T, _ = weights.shape
-    try:
-        mask = np.broadcast_to(np.asarray(mask), weights.shape)
-    except ValueError:
-        raise ValueError(f"mask of shape {np.shape(mask)} does not broadcast to the weights' {weights.shape}") from None
+    if weights.ndim != 3 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"weights must have shape (B, T, T), got {weights.shape}")
+    B, T, _ = weights.shape
+    causal, padding = np.asarray(causal), np.asarray(padding)
+    if causal.shape != (T, T) or padding.shape != (B, T):
+        raise ValueError(f"causal must be ({T}, {T}) and padding ({B}, {T}), got {causal.shape} and {padding.shape}")
     if len(tokens) != B or any(len(t) != T for t in tokens):
         raise ValueError(f"tokens must be {B} lists of {T} names, got {[len(t) for t in tokens]}")
-    if titles is not None and len(titles) != B * H:
-        raise ValueError(f"titles must have B * H = {B * H} entries, got {len(titles)}")
+    if titles is not None and len(titles) != B:
+        raise ValueError(f"titles must have B = {B} entries, got {len(titles)}")
     if axes is None:
-        _, axes = plt.subplots(B, H, figsize=style.figsize(0.85, 0.38 * B), layout="constrained")
-    axes = np.asarray(axes).reshape(B, H)
+        _, axes = plt.subplots(1, B, figsize=style.figsize(0.45 * B, 0.42), layout="constrained")
+    axes = np.asarray(axes).reshape(B)
     images = []
-    for b in range(B):
-        for h in range(H):
-            ax = axes[b, h]
-            images.append(attention_heatmap(weights[b, h], ax=ax, tokens_q=tokens[b], tokens_k=tokens[b],
-                                            colorbar=False, title=None if titles is None else titles[b * H + h]))
-            hatch_masked(ax, mask[b, h])
-            if h:
-                ax.set_ylabel("")
+    for b, ax in enumerate(axes):
+        images.append(attention_heatmap(weights[b], ax=ax, tokens_q=tokens[b], tokens_k=tokens[b], colorbar=False,
+                                        title=None if titles is None else titles[b]))
+        hatch_masked(ax, causal)
+        hatch_masked(ax, np.broadcast_to(padding[b], (T, T)), hatch=PAD_HATCH)
+        if b:
+            ax.set_ylabel("")
     return images

@@ -11,7 +11,7 @@ import numpy as np
 import traitlets
 from matplotlib.figure import Figure
 
-from qkv_viz.chapters.ch07_masks.figures import PAD_HATCH, hatch_masked
+from qkv_viz.chapters.ch07_masks.figures import CLICK_HATCH, PAD_HATCH, hatch_masked
 from qkv_viz.core.attention import causal_mask, masked_softmax
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
@@ -93,10 +93,14 @@ class MaskFigure(CheckedFigure):
         ax = fig.subplots()
         im = attention_heatmap(self.weights, ax=ax, tokens_q=self.tokens_q, tokens_k=self.tokens_k,
                                colorbar=False, title="attention weights after the mask\n"
-                                                     "hidden: / causal or clicked, \\ padding")
-        padding = np.broadcast_to(np.arange(self.S)[None, :] >= self.n_real, (self.T, self.S))
-        hatch_masked(ax, self.mask | padding)                      # hidden by the causal mask or a click
-        hatch_masked(ax, ~padding, hatch=PAD_HATCH)
+                                                     "hidden: / causal, \\ padding, − clicked")
+        T, S = self.T, self.S                                      # drawn as masks.js draws them
+        by_causal = ~causal_mask(T, S) if self.causal else np.zeros((T, S), bool)
+        by_padding = np.broadcast_to(np.arange(S)[None, :] >= self.n_real, (T, S))
+        by_click = np.array(self.clicked, dtype=bool).reshape(T, S) & ~by_causal & ~by_padding
+        hatch_masked(ax, ~by_causal)
+        hatch_masked(ax, ~by_padding, hatch=PAD_HATCH)
+        hatch_masked(ax, ~by_click, hatch=CLICK_HATCH)             # clicked only: no other reason
         fig.colorbar(im, ax=ax, label=style.WEIGHTS_LABEL)
         return figure_png(fig)
 

@@ -4,8 +4,10 @@
 // change: the mask = (causal ? key j <= query i : true) AND (key j < real keys) AND the
 // cells the reader clicked on; the weights = masked softmax of the scores (the formula of
 // qkv_viz.core.attention.masked_softmax: shift by the largest ALLOWED score, exp, divide;
-// a row with no allowed key gets all zeros, never NaN). Hidden cells are hatched by the reason:
-// causal = '/', padding = '\\' (both, if both hide the cell), clicked = 'x'.
+// a row with no allowed key gets all zeros, never NaN). Hidden cells keep the weight-0 colour and
+// are hatched by the reason in light grey, as the chapter's matplotlib figures draw them
+// (figures.py: HATCH, PAD_HATCH, CLICK_HATCH): causal = '/', padding = '\\' (both, if both hide
+// the cell), clicked only = horizontal lines. Text is 13-14 px.
 // Python may set causal, n_real, clicked and the token labels (fig.n_real = 2): sync()
 // moves the controls and redraws.
 
@@ -24,19 +26,28 @@ function reasonsOf(rows, cols, causal, nReal, clicked) {
 // mask[i, j] = 1 where no reason hides key j from query i
 const maskOf = (rows, cols, causal, nReal, clicked) => reasonsOf(rows, cols, causal, nReal, clicked).map((b) => (b ? 0 : 1));
 
-// causal: grey "/" lines; padding: blue "\" lines on light blue; clicked only: red "x"
+// Light grey lines (matplotlib's "0.75") over the cell's weight-0 colour: "/" causal, "\\" padding,
+// horizontal lines where only a click hides the cell.
 function hatch(ctx, x, y, w, hgt, why) {
   ctx.save();
-  ctx.fillStyle = why & 2 ? "#dde7f3" : "#ffffff";          // padding: a light blue ground
-  ctx.fillRect(x, y, w, hgt);
   ctx.beginPath(); ctx.rect(x, y, w, hgt); ctx.clip();
-  ctx.lineWidth = 1;
-  const up = (colour) => { ctx.strokeStyle = colour; for (let d = -hgt; d < w; d += 6) { ctx.beginPath(); ctx.moveTo(x + d, y + hgt); ctx.lineTo(x + d + hgt, y); ctx.stroke(); } };
-  const down = (colour) => { ctx.strokeStyle = colour; for (let d = -hgt; d < w; d += 6) { ctx.beginPath(); ctx.moveTo(x + d, y); ctx.lineTo(x + d + hgt, y + hgt); ctx.stroke(); } };
-  if (why & 1) up("#808080");                      // 3.9:1 on white: a graphic that must be seen
-  if (why & 2) down("#5b84b8");
-  if (why === 4) { up("#c86464"); down("#c86464"); }
+  ctx.lineWidth = 1.2;
+  ctx.strokeStyle = "#bfbfbf";
+  const lines = (x0, y0, x1, y1) => { for (let d = -hgt; d < w + hgt; d += 7) { ctx.beginPath(); ctx.moveTo(x + d + x0, y + y0); ctx.lineTo(x + d + x1, y + y1); ctx.stroke(); } };
+  if (why & 1) lines(0, hgt, hgt, 0);
+  if (why & 2) lines(0, 0, hgt, hgt);
+  if (why === 4) for (let d = 4; d < hgt; d += 7) { ctx.beginPath(); ctx.moveTo(x, y + d); ctx.lineTo(x + w, y + d); ctx.stroke(); }
   ctx.restore();
+}
+
+const F13 = "13px sans-serif", B14 = "bold 14px sans-serif";
+
+// drawColourBar with its numbers and label at this figure's 13 px (attention.js draws them at 11-12 px)
+function colourBar13(ctx, lut, x, y, w, hgt, label) {
+  drawColourBar(ctx, lut, x, y, w, hgt, "");
+  ctx.clearRect(x + w + 5, y - 10, 40, hgt + 20);
+  for (const t of [0, 0.5, 1]) text(ctx, String(t), x + w + 7, y + (1 - t) * hgt, {base: "middle", font: F13});
+  text(ctx, label, x + w + 38, y + hgt / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: F13});
 }
 
 function render({model, el}) {
@@ -48,8 +59,8 @@ function render({model, el}) {
   const realOut = h("output", {text: String(model.get("n_real"))});
   const reset = h("button", {class: "qkv-reset", type: "button", text: "clear clicked cells"});
   const message = h("div", {class: "qkv-message", role: "status"});
-  const cell = 46, left = 70, top = 28, bottom = 88;
-  const pic = makeCanvas("qkv-mask-map", left + S * cell + 90, top + T * cell + bottom);
+  const cell = 46, left = 70, top = 28, bottom = 96;   // tests/test_browser_ch07.py clicks by these
+  const pic = makeCanvas("qkv-mask-map", Math.max(left + S * cell + 100, 400), top + T * cell + bottom);
   pic.canvas.setAttribute("tabindex", "0");     // arrows move a cursor cell, Enter or Space toggles it
   pic.canvas.setAttribute("data-lm-suppress-shortcuts", "true");
   const root = h("div", {class: "qkv-figure qkv-masks"}, [
@@ -77,18 +88,18 @@ function render({model, el}) {
         const x = left + j * cell, y = top + i * cell, k = i * S + j;
         if (!mask[k]) { hatch(ctx, x, y, cell, cell, why[k]); continue; }
         any = true;
-        text(ctx, w[k].toFixed(2), x + cell / 2, y + cell / 2, {align: "center", base: "middle", font: SMALL,
+        text(ctx, w[k].toFixed(2), x + cell / 2, y + cell / 2, {align: "center", base: "middle", font: F13,
              colour: w[k] > 0.45 ? "#000" : "#fff"});  // >= 4.5:1 on either side of viridis 0.45
       }
       if (!any) empty.push(tq[i]);
-      text(ctx, tq[i], left - 6, top + (i + 0.5) * cell, {align: "right", base: "middle"});
+      text(ctx, tq[i], left - 6, top + (i + 0.5) * cell, {align: "right", base: "middle", font: F13});
     }
-    tk.forEach((t, j) => text(ctx, t, left + (j + 0.5) * cell, top + T * cell + 8, {align: "right", base: "middle", angle: -Math.PI / 4}));
-    text(ctx, "keys (attended to)", left + S * cell / 2, height - 24, {align: "center"});
-    text(ctx, "queries (attending)", 12, top + T * cell / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
-    text(ctx, "attention weights after the mask", left, 16, {font: BOLD});
-    text(ctx, "hidden (weight exactly 0): / causal   \\ padding (blue)   x clicked", 4, height - 6, {font: SMALL});
-    drawColourBar(ctx, lut, left + S * cell + 14, top, 14, T * cell, "attention weight");
+    tk.forEach((t, j) => text(ctx, t, left + (j + 0.5) * cell, top + T * cell + 8, {align: "right", base: "middle", angle: -Math.PI / 4, font: F13}));
+    text(ctx, "keys (attended to)", left + S * cell / 2, height - 26, {align: "center", font: F13});
+    text(ctx, "queries (attending)", 9, top + T * cell / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: F13});
+    text(ctx, "attention weights after the mask", left, 17, {font: B14});
+    text(ctx, "hidden (weight exactly 0):  / causal   \\ padding   \u2014 clicked", 4, height - 6, {font: F13});
+    colourBar13(ctx, lut, left + S * cell + 14, top, 14, T * cell, "attention weight");
     const focused = document.activeElement === pic.canvas;
     if (focused) {                                   // the keyboard's cursor: a thick dashed frame
       ctx.save(); ctx.strokeStyle = "#d00"; ctx.lineWidth = 3; ctx.setLineDash([6, 3]);

@@ -46,39 +46,43 @@ def test_encoder_decoder_sketch_marks_both_attentions():
     plt.close(fig)
 
 
-def test_plot_masked_heads_hatches_each_heads_hidden_cells():
-    from qkv_viz.chapters.ch07_masks.figures import plot_masked_heads
+def test_plot_masked_batch_hatches_causal_one_way_and_padding_the_other():
+    from qkv_viz.chapters.ch07_masks.figures import HATCH, PAD_HATCH, plot_masked_batch
     causal = causal_mask(4)
     padding = np.arange(4)[None, :] < np.array([4, 2])[:, None]                 # (B, T)
-    both = (causal & padding[:, None, :])[:, None]                               # (B, 1, T, T)
-    weights = np.where(both, 1.0, 0.0) * np.ones((2, 2, 4, 4))
+    both = causal & padding[:, None, :]                                          # (B, T, T)
+    weights = np.where(both, 1.0, 0.0)
     weights /= weights.sum(-1, keepdims=True)
-    fig, axes = plt.subplots(2, 2)
+    fig, axes = plt.subplots(1, 2)
     tokens = [list("abcd"), ["a", "b", "<pad>", "<pad>"]]
-    images = plot_masked_heads(weights, both, tokens, [f"t{i}" for i in range(4)], axes=axes)
-    assert len(images) == 4 and all(im.get_clim() == (0.0, 1.0) for im in images)
-    hatched = [len(ax.patches) for ax in axes.ravel()]
-    assert hatched == [6, 6, 9, 9]          # causal: 6 hidden cells; the filler keys hide 3 more
-    assert [t.get_text() for t in axes[1, 0].get_xticklabels()][2] == "<pad>"
-    assert axes[1, 1].get_title() == "t3"
-    with pytest.raises(ValueError, match="broadcast"):
-        plot_masked_heads(weights, np.ones((3, 4), bool), tokens)
+    images = plot_masked_batch(weights, causal, padding, tokens, ["t0", "t1"], axes=axes)
+    assert len(images) == 2 and all(im.get_clim() == (0.0, 1.0) for im in images)
+    hatches = [[p.get_hatch() for p in ax.patches] for ax in axes]
+    assert [h.count(HATCH) for h in hatches] == [6, 6]        # the causal mask: 6 hidden cells in both
+    assert [h.count(PAD_HATCH) for h in hatches] == [0, 8]    # the filler keys: 2 columns of 4
+    assert [t.get_text() for t in axes[1].get_xticklabels()][2] == "<pad>"
+    assert axes[1].get_title() == "t1"
+    with pytest.raises(ValueError, match="causal must be"):
+        plot_masked_batch(weights, np.ones((3, 4), bool), padding, tokens)
     with pytest.raises(ValueError, match="tokens"):
-        plot_masked_heads(weights, both, tokens[:1])
+        plot_masked_batch(weights, causal, padding, tokens[:1])
     plt.close("all")
 
 
-def test_the_static_explorer_hatches_padding_the_other_way():
+def test_the_static_explorer_hatches_each_reason_its_own_way():
     from qkv_viz.chapters.ch07_masks import widget
-    from qkv_viz.chapters.ch07_masks.figures import HATCH, PAD_HATCH
+    from qkv_viz.chapters.ch07_masks.figures import CLICK_HATCH, HATCH, PAD_HATCH
     drawn = []
     real = widget.hatch_masked
     widget.hatch_masked = lambda ax, mask, hatch=HATCH: drawn.append((hatch, mask.copy())) or real(ax, mask, hatch)
     try:
-        widget.MaskFigure(np.zeros((3, 3)), list("abc"), list("xyz"), causal=True, n_real=2).static_png()
+        fig = widget.MaskFigure(np.zeros((3, 3)), list("abc"), list("xyz"), causal=True, n_real=2)
+        fig.clicked = [False, False, False, True, False, False, False, True, False]   # (b, x) alone, (c, y) too
+        fig.static_png()
     finally:
         widget.hatch_masked = real
-    (h1, m1), (h2, m2) = drawn
-    assert h1 == HATCH and h2 == PAD_HATCH
+    (h1, m1), (h2, m2), (h3, m3) = drawn
+    assert (h1, h2, h3) == (HATCH, PAD_HATCH, CLICK_HATCH)
+    np.testing.assert_array_equal(~m1, ~causal_mask(3))                                 # causal
     np.testing.assert_array_equal(~m2, np.broadcast_to([False, False, True], (3, 3)))    # padding: key 2
-    np.testing.assert_array_equal(~m1, ~causal_mask(3) & ~(~m2))                        # causal only
+    np.testing.assert_array_equal(np.argwhere(~m3), [[1, 0], [2, 1]])                   # clicked, no other reason

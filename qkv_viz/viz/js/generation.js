@@ -140,7 +140,7 @@ function render({model, el}) {
   kv.value = String(model.get("n_kv_heads"));
   const readout = h("div", {class: "qkv-gen-readout", role: "status", style: "font-family:monospace;white-space:pre-wrap"});
   const message = h("div", {class: "qkv-message", role: "status"});
-  const cell = 34, left = 62, top = 50, cw = 24, gap = 8, rowH = 32;
+  const cell = 34, left = 62, top = 50, cw = 28, gap = 10, rowH = 32;
   const block = dh * cw, cacheW = H * block + (H - 1) * gap;
   const wbar = left + Tmax * cell + 12;                       // the weights' colour bar
   const kx = wbar + 70, vx = kx + cacheW + 24, dbar = vx + cacheW + 14;

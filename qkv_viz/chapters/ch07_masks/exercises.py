@@ -1,5 +1,6 @@
 """Chapter 7 exercises: a NaN-free masked softmax for whole batches, batched cross-attention
-with padded keys, a decoder's combined causal-and-padding mask, and torch's key_padding_mask.
+with padded keys, a decoder's causal-and-padding mask for a left-padded batch, and torch's
+key_padding_mask.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never the
 answer. ``None`` is "no answer yet".
@@ -136,44 +137,57 @@ def check_cross_attention(fn, seed=None) -> Feedback:
 
 
 # ---------------------------------------------------------------- exercise 3: causal & padding
+def _left_real(lengths, T):
+    """(B, 1, T) bool: with left padding, sentence b's real tokens are the last lengths[b] positions."""
+    return (np.arange(T)[None, :] >= T - np.asarray(lengths)[:, None])[:, None, :]
+
+
 def decoder_mask_reference(lengths, T):
-    """(B, T, T) bool: query i may look at key j when j <= i and j < lengths[b]."""
-    return causal_mask(T)[None] & padding_mask(np.asarray(lengths), T)   # (1, T, T) & (B, 1, T)
+    """(B, T, T) bool for a LEFT-padded batch: query i may look at key j when j <= i and key j
+    is one of the last lengths[b] positions (a real token)."""
+    return causal_mask(T)[None] & _left_real(lengths, T)   # (1, T, T) & (B, 1, T)
 
 
 def decoder_mask_cases(seed=None) -> list:
     rng = np.random.default_rng(seed)
     cases = [(np.array([4, 2]), 4)]
     for B, T in [(3, 6), (4, 5)]:
-        cases.append((rng.integers(0, T + 1, size=B), T))
+        lengths = rng.integers(1, T, size=B)
+        lengths[0] = T                                   # one sentence without padding
+        cases.append((lengths, T))
     return cases
 
 
 def _diagnose_decoder_mask(got, want, case):
     lengths, T = case
     causal = causal_mask(T)[None]
-    pad = padding_mask(np.asarray(lengths), T)
+    left = _left_real(lengths, T)
+    right = padding_mask(np.asarray(lengths), T)         # (B, 1, T): real tokens first
     g = got.astype(bool) if np.all(np.isin(got, (0, 1))) else None
     if g is None:
         return "give a boolean mask (True/False, or 1/0)."
     if np.array_equal(g, ~np.asarray(want)):
         return "your mask is the opposite one: here True means 'may look'."
+    if np.array_equal(g, np.broadcast_to(causal & right, g.shape)):
+        return ("that is the mask for right padding (real tokens first); here the filler comes first: "
+                "sentence b's real tokens are positions T - lengths[b] .. T - 1.")
     if np.array_equal(g, np.broadcast_to(causal, g.shape)):
-        return "that is the causal mask alone; padded keys (positions >= the length) must be hidden too."
-    if np.array_equal(g, np.broadcast_to(pad, g.shape)):
+        return "that is the causal mask alone; filler keys (the first T - lengths[b] positions) must be hidden too."
+    if np.array_equal(g, np.broadcast_to(left, g.shape)):
         return "that is the padding mask alone; keys after the query (j > i) must be hidden too."
-    if np.array_equal(g, np.broadcast_to(causal.swapaxes(-1, -2) & pad, g.shape)):
+    if np.array_equal(g, np.broadcast_to(causal.swapaxes(-1, -2) & left, g.shape)):
         return "your triangle is the upper one: query i (row) may look at keys j <= i (columns up to the diagonal)."
-    if np.array_equal(g, np.broadcast_to(causal & pad.swapaxes(-1, -2), g.shape)):
-        return "you hid padded queries (rows) instead of padded keys (columns)."
+    if np.array_equal(g, np.broadcast_to(causal & left.swapaxes(-1, -2), g.shape)):
+        return "you hid filler queries (rows) instead of filler keys (columns)."
     return None
 
 
 def check_decoder_mask(fn, seed=None) -> Feedback:
-    """Exercise 3: ``fn(lengths, T)`` -> (B, T, T) bool, causal AND real key."""
+    """Exercise 3: ``fn(lengths, T)`` -> (B, T, T) bool for a left-padded batch, causal AND real key."""
     return check_function(fn, decoder_mask_reference, decoder_mask_cases(seed), name="your decoder_mask",
                           diagnose=_diagnose_decoder_mask, atol=0,
-                          praise="Causal and padding in one mask: what a decoder's self-attention uses.")
+                          praise="Causal and left padding in one mask. Its filler queries' rows are all False: "
+                                 "the fully masked rows of the last section.")
 
 
 # ---------------------------------------------------------------- exercise 4

@@ -30,10 +30,11 @@ def cross_attention(y, x, W_q, W_k, W_v, lengths):
 
 
 def decoder_mask(lengths, T):
-    """Exercise 3. lengths (B,) -> (B, T, T): key j <= query i, and key j a real token."""
-    causal = np.tril(np.ones((T, T), dtype=bool))                  # (T, T) lower triangle
-    real = np.arange(T)[None, :] < np.asarray(lengths)[:, None]    # (B, T): real keys
-    return causal[None, :, :] & real[:, None, :]                   # (1, T, T) & (B, 1, T) -> (B, T, T)
+    """Exercise 3. lengths (B,) -> (B, T, T) for a left-padded batch: key j <= query i, and key j
+    one of the last lengths[b] positions."""
+    causal = np.tril(np.ones((T, T), dtype=bool))                      # (T, T) lower triangle
+    real = np.arange(T)[None, :] >= T - np.asarray(lengths)[:, None]   # (B, T): the last lengths[b] keys
+    return causal[None, :, :] & real[:, None, :]                       # (1, T, T) & (B, 1, T) -> (B, T, T)
 
 
 def key_padding_mask():

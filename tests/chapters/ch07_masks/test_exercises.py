@@ -146,12 +146,17 @@ def test_cross_attention_reference_is_the_core_per_sentence():
 
 
 # ---------------------------------------------------------------- exercise 3's typical mistakes
+def _left(lengths, T):                           # (B, 1, T): the last lengths[b] keys are real
+    return (np.arange(T)[None, :] >= T - np.asarray(lengths)[:, None])[:, None, :]
+
+
 @pytest.mark.parametrize("fn,words", [
     (lambda lengths, T: ~sol.decoder_mask(lengths, T), "opposite"),
+    (lambda lengths, T: causal_mask(T)[None] & padding_mask(lengths, T), "right padding"),
     (lambda lengths, T: np.broadcast_to(causal_mask(T), (len(lengths), T, T)), "causal mask alone"),
-    (lambda lengths, T: np.broadcast_to(padding_mask(lengths, T), (len(lengths), T, T)), "padding mask alone"),
-    (lambda lengths, T: np.triu(np.ones((T, T), bool))[None] & padding_mask(lengths, T), "upper one"),
-    (lambda lengths, T: causal_mask(T)[None] & padding_mask(lengths, T).swapaxes(-1, -2), "padded queries"),
+    (lambda lengths, T: np.broadcast_to(_left(lengths, T), (len(lengths), T, T)), "padding mask alone"),
+    (lambda lengths, T: np.triu(np.ones((T, T), bool))[None] & _left(lengths, T), "upper one"),
+    (lambda lengths, T: causal_mask(T)[None] & _left(lengths, T).swapaxes(-1, -2), "filler queries"),
 ])
 def test_decoder_mask_mistakes_are_named(fn, words):
     fb = ch07.check_decoder_mask(fn, seed=0)
@@ -159,10 +164,11 @@ def test_decoder_mask_mistakes_are_named(fn, words):
 
 
 def test_decoder_mask_reference_by_loops():
-    lengths, T = np.array([3, 0, 5]), 5
+    lengths, T = np.array([3, 1, 5]), 5
     got = ch07.decoder_mask_reference(lengths, T)
-    want = np.array([[[j <= i and j < n for j in range(T)] for i in range(T)] for n in lengths])
+    want = np.array([[[j <= i and j >= T - n for j in range(T)] for i in range(T)] for n in lengths])
     np.testing.assert_array_equal(got, want)
+    assert not got[0, :2].any() and got[0, 2:].any(axis=-1).all()   # filler queries: fully masked rows
 
 
 # ---------------------------------------------------------------- exercise 4

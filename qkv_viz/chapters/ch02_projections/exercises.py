@@ -51,7 +51,7 @@ def check_determiner_head(W_q, W_k) -> Feedback:
 
     a_row, verb_row = w[t("a")], w[t("chased")]
     if a_row.argmax() != t("ball") or a_row[t("ball")] <= 0.5:
-        return Feedback(False, f'"a" gives "ball" the weight {a_row[t("ball")]:.2f} and reads {reads(a_row)}. '
+        return Feedback(False, f'"a" reads "ball" with weight {a_row[t("ball")]:.2f}, and reads {reads(a_row)}. '
                                "Its query comes from the determiner row of W_q; it must point along a key "
                                "coordinate that only a thing (a noun that cannot act) offers.")
     if verb_row.argmax() != t("dog"):

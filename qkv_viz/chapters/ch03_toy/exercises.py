@@ -198,9 +198,9 @@ def check_tie_query(fn, seed=None) -> Feedback:
     def diagnose(got, want, case):
         K, a, b = case
         q = seen[-1]
-        w = softmax(K @ q / np.sqrt(2))                          # (S,): the weights this query gives
+        w = softmax(K @ q / np.sqrt(2))                          # (S,): the weights of the keys under this query
         if got[0] < 0.5:
-            return (f"your q = {np.round(q, 3).tolist()} gives key {a} the weight {w[a]:.3f} and key {b} "
+            return (f"under your q = {np.round(q, 3).tolist()} key {a} gets the weight {w[a]:.3f} and key {b} "
                     f"{w[b]:.3f}: equal weights need equal dot products, q . k_{a} = q . k_{b}, i.e. "
                     f"q . (k_{a} - k_{b}) = 0. Which directions are at right angles to k_{a} - k_{b}?")
         worst = max((c for c in range(len(K)) if c not in (a, b)), key=lambda c: w[c])
@@ -214,5 +214,5 @@ def check_tie_query(fn, seed=None) -> Feedback:
     return check_function(judged if callable(fn) else fn, lambda K, a, b: np.ones(2), tie_cases(seed),
                           name="tie_query", diagnose=diagnose,
                           praise="Every query at right angles to k_a - k_b ties the two keys; the sign that points "
-                                 "away from the others puts them below. On the page's keys, q = (-1, -1) gives "
-                                 f"k0 and k2 {page_w[0]:.3f} each and k1 {page_w[1]:.3f}.")
+                                 "away from the others puts them below. On the page's keys, under q = (-1, -1) "
+                                 f"k0 and k2 get {page_w[0]:.3f} each and k1 {page_w[1]:.3f}.")

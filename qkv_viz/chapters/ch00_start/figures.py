@@ -7,7 +7,7 @@ its weights times the values, head to tail, once per sentence.
 ``qkv_viz.viz.pipeline.plot_pipeline`` for the given example and outlines the row of
 ``focus`` in every matrix that has one row per query: X, Q (both copies), the dot
 products, the scores, the weights and the output. The numbers in the cells are
-written at ``NUMBER_PT``. Returns ``(artists, outlines)``: the pipeline's dict stage ->
+written at ``NUMBER_PT``, the token names at ``LABEL_PT``. Returns ``(artists, outlines)``: the pipeline's dict stage ->
 artists, and the list of outline Rectangles (one per matrix, in drawing order).
 Never calls ``plt.show()``.
 """
@@ -22,6 +22,7 @@ from qkv_viz.viz import style
 from qkv_viz.viz.pipeline import plot_pipeline
 
 NUMBER_PT = 9.0          # the cells' numbers: legible at the column's width
+LABEL_PT = 10.0          # the token names beside the rows and above the columns (the pipeline writes 8 pt)
 OUTLINE_COLOR = "#111111"   # not a role colour: it sits on orange Q and red scores alike
 _QUERY_ROWS = ("input", "scores", "scale", "softmax", "output")  # one row per token in every frame
 
@@ -41,6 +42,8 @@ def bank_pipeline(X, W_q, W_k, W_v, tokens, focus="bank", ax=None):
         for a in stage_artists:
             if a.get_gid() == "cell-number":
                 a.set_fontsize(NUMBER_PT)
+            elif a.get_gid() in ("row-label", "token-label"):
+                a.set_fontsize(LABEL_PT)
     T, i = len(tokens), tokens.index(focus)
     q_frames = _frames(artists, "qkv")[0::3]  # Q, K, V on the first row, then again on the second: the Q's
     frames = _frames(artists, "input") + q_frames + [f for s in _QUERY_ROWS[1:] for f in _frames(artists, s)]

@@ -7,6 +7,8 @@
 
 const KEY_COLOUR = "#0072B2", QUERY_COLOUR = "#D55E00";
 const QUERY_TEXT = "#A34700";   // the query's orange, darkened for text: 6:1 on white (#D55E00 is 3.9:1)
+// This figure's text: 10 pt and more (14 px / 13 px), larger than the renderer's shared 12 px / 11 px.
+const LFONT = "14px sans-serif", LSMALL = "13px sans-serif", LBOLD = "bold 14px sans-serif", LABEL_H = 14;
 
 // Where a key's label of w x h pixels goes (its centre): beyond the arrow's tip, along the arrow
 // (origin -> tip, canvas points), if it fits inside the plot box; else just above (or below) the
@@ -74,7 +76,7 @@ function render({model, el}) {
     lim *= 1.3;
     const box = {x: 40, y: 26, w: width - 56, h: height - 70};
     const X = (v) => box.x + box.w * (v + lim) / (2 * lim), Y = (v) => box.y + box.h * (lim - v) / (2 * lim);
-    text(ctx, "keys (book: weight) and the query", box.x - 30, 16, {font: BOLD});
+    text(ctx, "keys (book: weight) and the query", box.x - 30, 16, {font: LBOLD});
     ctx.strokeStyle = "#ddd";
     ctx.beginPath(); ctx.moveTo(X(-lim), Y(0)); ctx.lineTo(X(lim), Y(0)); ctx.moveTo(X(0), Y(-lim)); ctx.lineTo(X(0), Y(lim)); ctx.stroke();
     ctx.strokeStyle = "#444";
@@ -93,14 +95,14 @@ function render({model, el}) {
       const kx = keys[b * dK], ky = keys[b * dK + 1];
       arrow(kx, ky, KEY_COLOUR, 1.6, []);  // one width for every key: the weight is written at the tip
       const label = `${b}: ${r.weights[b].toFixed(2)}`;
-      ctx.font = BOLD;
-      const [lx, ly] = keyLabelCentre([X(0), Y(0)], [X(kx), Y(ky)], ctx.measureText(label).width, 12, box);
-      text(ctx, label, lx, ly, {align: "center", base: "middle", font: BOLD, colour: KEY_COLOUR});
+      ctx.font = LBOLD;
+      const [lx, ly] = keyLabelCentre([X(0), Y(0)], [X(kx), Y(ky)], ctx.measureText(label).width, LABEL_H, box);
+      text(ctx, label, lx, ly, {align: "center", base: "middle", font: LBOLD, colour: KEY_COLOUR});
     }
     arrow(s.query[0], s.query[1], QUERY_COLOUR, 2, [5, 3]);
-    text(ctx, "query", X(s.query[0]) - 4, Y(s.query[1]) - 8, {align: "right", font: BOLD, colour: QUERY_TEXT});
-    text(ctx, keyName(0), box.x + box.w / 2, box.y + box.h + 18, {align: "center"});
-    text(ctx, keyName(1), 12, box.y + box.h / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
+    text(ctx, "query", X(s.query[0]) - 4, Y(s.query[1]) - 8, {align: "right", font: LBOLD, colour: QUERY_TEXT});
+    text(ctx, keyName(0), box.x + box.w / 2, box.y + box.h + 20, {align: "center", font: LFONT});
+    text(ctx, keyName(1), 12, box.y + box.h / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: LFONT});
     const at = (x, y) => `(${x.toFixed(1)}, ${y.toFixed(1)})`;
     describe(plane.canvas, `the query (dashed arrow) at ${at(s.query[0], s.query[1])} and the ${nBooks} books' keys `
       + `(solid arrows), each with its weight: ` + titles.map((t, b) =>
@@ -110,7 +112,7 @@ function render({model, el}) {
   function drawWeightBars(r) {
     const {ctx, width, height} = bars;
     ctx.clearRect(0, 0, width, height);
-    text(ctx, `weight of each book at temperature ${s.temperature.toFixed(2)}`, 10, 16, {font: BOLD});
+    text(ctx, `weight of each book at temperature ${s.temperature.toFixed(2)}`, 10, 16, {font: LBOLD});
     const box = {x: 210, y: 30, w: width - 260, h: height - 70}, slot = box.h / nBooks;
     for (let b = 0; b < nBooks; b++) {
       const y = box.y + b * slot, w = r.weights[b];
@@ -119,11 +121,11 @@ function render({model, el}) {
       ctx.strokeStyle = "#888";
       ctx.strokeRect(box.x + 0.5, y + 4.5, box.w, slot - 8);
       text(ctx, `${b}. ${titles[b]}`, box.x - 8, y + slot / 2, {align: "right", base: "middle", colour: b === r.best ? QUERY_TEXT : "#222",
-                                                                  font: b === r.best ? BOLD : FONT});
-      text(ctx, w.toFixed(3), box.x + box.w + 6, y + slot / 2, {base: "middle", font: SMALL});
+                                                                  font: b === r.best ? LBOLD : LFONT});
+      text(ctx, w.toFixed(3), box.x + box.w + 6, y + slot / 2, {base: "middle", font: LSMALL});
     }
-    for (const t of [0, 0.5, 1]) text(ctx, String(t), box.x + t * box.w, box.y + box.h + 14, {align: "center", font: SMALL});
-    text(ctx, "weight (0..1)", box.x + box.w / 2, box.y + box.h + 32, {align: "center", font: SMALL});
+    for (const t of [0, 0.5, 1]) text(ctx, String(t), box.x + t * box.w, box.y + box.h + 16, {align: "center", font: LSMALL});
+    text(ctx, "weight (0..1)", box.x + box.w / 2, box.y + box.h + 34, {align: "center", font: LSMALL});
     describe(bars.canvas, `weight of each book at temperature ${s.temperature.toFixed(2)}: `
       + titles.map((t, b) => `${t} ${r.weights[b].toFixed(3)}`).join(", ") + `; the best match (bold) is ${titles[r.best]}`);
   }

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from qkv_viz.chapters.ch00_start.figures import NUMBER_PT, bank_pipeline  # noqa: E402
+from qkv_viz.chapters.ch00_start.figures import LABEL_PT, NUMBER_PT, bank_pipeline  # noqa: E402
 from qkv_viz.core.attention import softmax  # noqa: E402
 
 TOKENS = "the river bank flooded".split()
@@ -47,6 +47,8 @@ def test_the_outlined_rows_are_banks_row_of_every_query_side_matrix():
         assert _numbers_inside(artists, box) == fmt(row)
     sizes = {a.get_fontsize() for s in artists.values() for a in s if a.get_gid() == "cell-number"}
     assert sizes == {NUMBER_PT}
+    labels = {a.get_fontsize() for s in artists.values() for a in s if a.get_gid() in ("row-label", "token-label")}
+    assert labels == {LABEL_PT}
 
 
 def test_an_unknown_focus_is_refused_naming_the_tokens():

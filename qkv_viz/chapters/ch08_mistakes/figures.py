@@ -92,7 +92,7 @@ def plot_weight_maps(maps, tokens, axes, hatch="////", fmt=".2f"):
 
 
 def plot_overflow(sweep, zoom, limit: float, window, axes=None):
-    """Section 4's picture: the top logit's weight in [c, c-1, c-2], naive against stable softmax.
+    """Section 4's picture: the top score's weight in [c, c-1, c-2], naive against stable softmax.
 
     ``sweep`` and ``zoom``: ``(c, naive, stable)`` arrays of one length each, the whole range and a
     fine grid around ``limit`` (where e^c overflows); ``window``: ``(start, stop)``, where the sum
@@ -122,10 +122,10 @@ def plot_overflow(sweep, zoom, limit: float, window, axes=None):
     az.set_xticks([c_z[0], window[0], window[1], c_z[-1]], [f"{v:.2f}" for v in (c_z[0], *window, c_z[-1])])
     az.set_title(f"zoom: {c_z[0]:g} to {c_z[-1]:g}")
     az.legend(handles=[az.patches[-1]], loc="upper left", fontsize=style.MIN_FONT_PT)
-    ax.set_ylabel("weight of the top logit")
-    ax.set_xlabel("top logit c in [c, c-1, c-2]")
+    ax.set_ylabel("weight of the top score")
+    ax.set_xlabel("top score c in [c, c-1, c-2]")
     az.set_xlabel("c")
-    ax.set_title("logits [c, c-1, c-2]")
+    ax.set_title("scores [c, c-1, c-2]")
     ax.legend(loc="lower left")
     middle = (c_z[0] + c_z[-1]) / 2
     arrow = ax.annotate(f"zoom at right:\n{c_z[0]:g} to {c_z[-1]:g}", xy=(middle, 0.45), xytext=(0.3, 0.45),

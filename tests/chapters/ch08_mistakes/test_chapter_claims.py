@@ -10,11 +10,11 @@ from qkv_viz.chapters.ch08_mistakes import mistakes
 
 
 def top_weight(c):
-    """Section 4's lines: the top logit's weight in [c, c-1, c-2], naive and stable."""
-    logits = c[:, None] + np.array([0.0, -1.0, -2.0])
+    """Section 4's lines: the top score's weight in [c, c-1, c-2], naive and stable."""
+    scores = c[:, None] + np.array([0.0, -1.0, -2.0])
     with np.errstate(over="ignore", invalid="ignore"):
-        naive = np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
-    return naive[:, 0], softmax(logits)[:, 0]
+        naive = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
+    return naive[:, 0], softmax(scores)[:, 0]
 
 
 def test_the_right_line_is_the_package_attention_and_q_at_v_is_not():
@@ -112,13 +112,6 @@ def test_the_inline_per_head_reorder_is_the_package_one():
     from qkv_viz import fuse_qkv, init_projection
     from qkv_viz.chapters.ch08_mistakes import mistakes
 
-
-def top_weight(c):
-    """Section 4's lines: the top logit's weight in [c, c-1, c-2], naive and stable."""
-    logits = c[:, None] + np.array([0.0, -1.0, -2.0])
-    with np.errstate(over="ignore", invalid="ignore"):
-        naive = np.exp(logits) / np.exp(logits).sum(axis=-1, keepdims=True)
-    return naive[:, 0], softmax(logits)[:, 0]
     d_model, n_heads = 12, 3
     W_qkv = fuse_qkv(*(init_projection(d_model, d_model, seed=s) for s in (1, 2, 3)))
     inline = W_qkv.reshape(d_model, 3, n_heads, d_model // n_heads).transpose(0, 2, 1, 3).reshape(d_model, -1)

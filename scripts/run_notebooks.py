@@ -47,8 +47,10 @@ ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THRE
 
 
 def setup_environment() -> None:
-    """The environment every notebook is executed in: inline figures, one BLAS thread."""
-    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    """The environment every notebook is executed in: inline figures, one BLAS thread.
+    The backend is forced: an ``MPLBACKEND=Agg`` left exported for pytest would otherwise
+    execute the chapters without a single figure in their outputs."""
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     for name, value in ONE_THREAD.items():
         os.environ.setdefault(name, value)
 

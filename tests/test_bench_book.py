@@ -71,3 +71,17 @@ def test_a_failing_notebook_is_reported_with_its_error(tmp_path):
     import pytest
     with pytest.raises(RuntimeError, match="d_k must be positive"):
         runner.run_all([str(good), str(bad)], jobs=2, write=False, report=lambda line: None)
+
+
+def test_figures_are_kept_when_a_non_inline_backend_is_exported(tmp_path, monkeypatch):
+    """MPLBACKEND=Agg (exported for pytest) must not execute the chapters without figures."""
+    runner = _load(ROOT / "scripts" / "run_notebooks.py", "run_notebooks")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0]);")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "00_figure.ipynb"
+    nbformat.write(nb, path)
+    runner.run_all([str(path)], jobs=1, write=True, report=lambda line: None)
+    outputs = nbformat.read(path, as_version=4).cells[0].outputs
+    assert any("image/png" in o.get("data", {}) for o in outputs), outputs

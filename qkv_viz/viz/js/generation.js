@@ -140,12 +140,12 @@ function render({model, el}) {
   kv.value = String(model.get("n_kv_heads"));
   const readout = h("div", {class: "qkv-gen-readout", role: "status", style: "font-family:monospace;white-space:pre-wrap"});
   const message = h("div", {class: "qkv-message", role: "status"});
-  const cell = 34, left = 62, top = 50, cw = 28, gap = 10, rowH = 32;
+  const cell = 32, left = 62, top = 50, cw = 26, gap = 8, rowH = 32;
   const block = dh * cw, cacheW = H * block + (H - 1) * gap;
   const wbar = left + Tmax * cell + 12;                       // the weights' colour bar
-  const kx = wbar + 70, vx = kx + cacheW + 24, dbar = vx + cacheW + 14;
+  const kx = wbar + 70, vx = kx + cacheW + 20, dbar = vx + cacheW + 14;
   const cacheBottom = top + Tmax * rowH;
-  const pic = makeCanvas("qkv-gen-map", dbar + 70, Math.max(top + Tmax * cell + 150, cacheBottom + 130));
+  const pic = makeCanvas("qkv-gen-map", dbar + 64, Math.max(top + Tmax * cell + 150, cacheBottom + 130));
   el.append(h("div", {class: "qkv-figure qkv-generation"}, [
     h("div", {class: "qkv-row"}, [labelled("step: the new token", step), stepOut, next]),
     h("div", {class: "qkv-row"}, [labelled("query head", head), labelled("K/V heads", kv)]),

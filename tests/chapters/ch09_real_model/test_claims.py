@@ -44,11 +44,28 @@ def test_next_token_head_in_layer_1(trace):
     assert tuple(np.unravel_index(np.argmax(nxt), nxt.shape)) == (1, 8) and 0.5 < nxt.max() < 0.6
 
 
-def test_layer_1_head_9_looks_at_the_previous_token(trace):
-    """The widget's prose: "head 8 looks at the next token, head 9 at the previous one"."""
-    patterns = head_patterns(trace)
-    assert int(np.argmax(patterns["previous"][1])) == 9 and int(np.argmax(patterns["next"][1])) == 8
-    assert patterns["previous"][1, 9] > 3 * patterns["next"][1, 9]
+def test_previous_token_head_is_layer_0_head_2(trace):
+    """The widget's prose: "Layer 0 head 2 is a pure previous-token head"; the widget opens on layer 0;
+    layer 1 has the next-token head (computed on the page with np.diagonal, mean over T-1 queries)."""
+    previous = np.diagonal(trace.weights, -1, -2, -1).mean(-1)   # (L, H)
+    following = np.diagonal(trace.weights, 1, -2, -1).mean(-1)   # (L, H)
+    assert tuple(np.unravel_index(previous.argmax(), previous.shape)) == (0, 2) and previous[0, 2] > 0.99
+    assert np.unravel_index(following.argmax(), following.shape)[0] == 1
+
+
+def test_the_heaviest_head_is_not_the_one_that_moves_the_most(model, trace):
+    """Exercise 1 asks whether layer 3 head 1 (most weight from "it" to "animal") also moves the most:
+    it does not (the solution finds another head)."""
+    from qkv_viz import split_heads
+    from qkv_viz.chapters.ch09_real_model.solutions import moving_head
+    H = model.config.n_heads
+    values = np.stack([split_heads(x @ layer.attn.W_v + layer.attn.b_v, H)
+                       for layer, x in zip(model.layers, trace.hidden_states)])
+    W_o = np.stack([layer.attn.W_o for layer in model.layers])
+    a, it = trace.tokens.index("animal"), trace.tokens.index("it")
+    w = trace.weights[:, :, it, a]
+    assert tuple(np.unravel_index(w.argmax(), w.shape)) == (3, 1)
+    assert moving_head(trace.weights, values, W_o, list(trace.tokens), "it", "animal") != (3, 1)
 
 
 def test_the_animal_column_of_layer_3_head_1_is_not_only_it(model, trace):

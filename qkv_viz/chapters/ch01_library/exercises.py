@@ -8,8 +8,8 @@ error. Wrong answers get a hint, never the answer. Worked solutions are in
 1. ``check_lookup_many(fn)``: ``fn(queries, keys, values, temperature) -> (output, weights)``
    for a batch of libraries and many queries at once: queries (B, T, d_k), keys (B, S, d_k),
    values (B, S, d_v) -> output (B, T, d_v), weights (B, T, S), with T != S.
-2. ``check_temperature_for(fn)``: ``fn(scores, top) -> temperature``: the temperature at
-   which the largest weight of softmax(scores / temperature) equals ``top``.
+2. ``check_lookup_available(fn)``: ``fn(query, keys, values, available, temperature) -> (output, weights)``:
+   a soft lookup in which the books with ``available == False`` get weight exactly 0 (a mask).
 3. ``check_doubled_query_temperature(answer)``: the temperature at which the doubled
    query ``2 * DEMO_QUERY`` gives back the weights the demo query has at temperature 1.
 """
@@ -106,54 +106,80 @@ def check_lookup_many(fn, seed=None) -> Feedback:
                                  "The Transformer's version fixes the temperature at sqrt(d_k), as the page showed.")
 
 
-# ---------------------------------------------------------------- exercise 2: a temperature for a top weight
-def top_weight(scores, temperature) -> float:
-    """The largest weight of softmax(scores / temperature)."""
-    return float(softmax(np.asarray(scores, dtype=float) / temperature).max())
+# ---------------------------------------------------------------- exercise 2: some books are checked out
+def reference_lookup_available(query, keys, values, available, temperature):
+    """A soft lookup over the available books only: the others get weight exactly 0."""
+    scores = np.asarray(keys, dtype=float) @ np.asarray(query, dtype=float) / temperature  # (S,)
+    available = np.asarray(available, dtype=bool)
+    e = np.exp(np.where(available, scores - scores[available].max(), -np.inf))  # (S,): 0 when checked out
+    weights = e / e.sum()                                                  # (S,): sums to 1 over the rest
+    return weights @ np.asarray(values, dtype=float), weights             # (S,) @ (S, d_v) -> (d_v,)
 
 
-def reference_temperature_for(scores, top):
-    """Bisection on log(temperature): the top weight falls as the temperature rises."""
-    lo, hi = np.log(1e-4), np.log(1e4)
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if top_weight(scores, np.exp(mid)) > top:
-            lo = mid  # still too sharp: hotter
-        else:
-            hi = mid
-    return float(np.exp((lo + hi) / 2))
+def available_cases(seed=None, n_cases: int = 6) -> list:
+    """Fresh ``(query (d_k,), keys (S, d_k), values (S, d_v), available (S,) bool, temperature)``.
 
-
-def temperature_cases(seed=None, n_cases: int = 6) -> list:
-    """``(scores (n,), top)`` with one clear best score and 1/n < top < 1, so one temperature answers."""
+    Every case has at least one book out and one in; one case has a single book in (its weight
+    must be 1); the last gives a checked-out book a score of 3000 (weights computed first and
+    masked afterwards come out 0 / 0 there).
+    """
     rng = np.random.default_rng(seed)
     cases = []
-    for _ in range(n_cases):
-        n = int(rng.integers(3, 9))
-        scores = rng.normal(scale=2.0, size=n)
-        scores[int(rng.integers(n))] = scores.max() + rng.uniform(0.5, 2.0)  # one clear winner
-        top = float(rng.uniform(1.0 / n + 0.1, 0.95))
-        cases.append((scores, top))
+    for i in range(n_cases):
+        S, d_k = int(rng.integers(4, 8)), int(rng.integers(2, 4))
+        d_v = d_k + 1
+        query, keys = rng.normal(size=d_k), rng.normal(size=(S, d_k))
+        values = rng.normal(size=(S, d_v))
+        available = rng.random(S) < 0.6
+        available[int(rng.integers(S))] = False
+        if i == 2:  # one book left
+            available[:] = False
+        available[int(np.flatnonzero(~available)[0]) - 1] = True
+        temperature = float(rng.choice([0.5, 2.0, 3.0]))
+        if i == n_cases - 1:  # the best-matching book is out, with a score of 3000
+            out = int(np.flatnonzero(~available)[0])
+            query = 30.0 * query / np.linalg.norm(query)
+            keys[out] = 100.0 * query / np.linalg.norm(query)
+            temperature = 1.0
+        cases.append((query, keys, values, available, temperature))
     return cases
 
 
-def _diagnose_temperature(got, want, case):
-    scores, top = case
-    t = float(np.ravel(got)[0])
-    if not np.isfinite(t) or t <= 0:
-        return "a temperature must be a finite number > 0."
-    reached = top_weight(scores, t)
-    way = "too cold (too sharp): go hotter" if reached > top else "too hot (too flat): go colder"
-    return (f"at your temperature {t:.4g} the top weight is {reached:.4f}, not {top:.4f}: {way}. "
-            "The top weight falls steadily as the temperature rises, so halving an interval "
-            "(bisection) closes in on the answer.")
+def _diagnose_available(got, want, case):
+    query, keys, values, available, temperature = case
+    out, w = got
+    if w.shape != (len(keys),):
+        return None
+    if not np.all(np.isfinite(w)) or not np.all(np.isfinite(out)):
+        return ("your result contains NaN or inf. Here a checked-out book scores 3000: masking the weights "
+                "after the softmax leaves 0 / 0. Set the scores of checked-out books to -np.inf *before* "
+                "the softmax (np.where(available, scores, -np.inf)).")
+    if np.any(np.abs(w[~available]) > 1e-12):
+        return ("a checked-out book got weight: every book with available == False must get exactly 0. "
+                "Give its score -np.inf before the softmax (exp(-inf) = 0).")
+    if not np.isclose(w.sum(), 1.0, atol=1e-6):
+        return ("the weights of the available books do not sum to 1: you zeroed the checked-out books after "
+                "the softmax and kept the others' old weights. Mask the scores before the softmax instead, "
+                "so the available books share all of the weight.")
+    if np.allclose(w, want[1], atol=1e-6):
+        return "your weights are right but the output is not: output = weights @ values, (S,) @ (S, d_v)."
+    if np.allclose(w, reference_lookup_available(query, keys, values, available, 1.0)[1], atol=1e-6):
+        return f"your weights are those of temperature 1, but this case has temperature {temperature:g}: divide the scores by it."
+    return None
 
 
-def check_temperature_for(fn, seed=None) -> Feedback:
-    """Run ``fn(scores, top)`` on fresh rows of scores; the temperature must be right to 6 digits."""
-    return check_function(fn, reference_temperature_for, temperature_cases(seed), name="temperature_for",
-                          diagnose=_diagnose_temperature, atol=1e-5,
-                          praise="Every row of scores gets the temperature that gives it that top weight.")
+def check_lookup_available(fn, seed=None) -> Feedback:
+    """Run ``fn(query, keys, values, available, temperature)`` on fresh libraries with books checked out.
+
+    Expected: ``(output (d_v,), weights (S,))``: a soft lookup in which every book with
+    ``available == False`` gets weight exactly 0 and the available ones share all of it.
+    """
+    return check_function(fn, reference_lookup_available, available_cases(seed), name="lookup_available",
+                          diagnose=_diagnose_available, shape_hints=True, atol=1e-8,
+                          returns=("output", "weights"),
+                          praise="Checked-out books get exactly 0, the others share all of the weight, even when "
+                                 "the missing book would have scored 3000. That is a mask: chapter 7 uses it to stop "
+                                 "a token from reading the future.")
 
 
 # ---------------------------------------------------------------- exercise 3: a longer query

@@ -20,21 +20,15 @@ def lookup_many(queries, keys, values, temperature):
     return output, weights
 
 
-# Exercise 2: the top weight falls steadily as the temperature rises, so bisect (on log t: from 1e-4 to 1e4).
-def temperature_for(scores, top):
-    """scores (n,), 1/n < top < 1 -> the temperature t at which max softmax(scores / t) = top."""
-    def top_at(t):
-        e = np.exp((scores - scores.max()) / t)
-        return (e / e.sum()).max()
-
-    lo, hi = np.log(1e-4), np.log(1e4)
-    for _ in range(100):                   # each step halves the interval: 100 steps are plenty
-        mid = (lo + hi) / 2
-        if top_at(np.exp(mid)) > top:      # still too sharp: the answer is hotter
-            lo = mid
-        else:
-            hi = mid
-    return float(np.exp((lo + hi) / 2))
+# Exercise 2: a checked-out book gets the score -inf, so exp gives it exactly 0 and the rest share the weight.
+def lookup_available(query, keys, values, available, temperature):
+    """query (d_k,), keys (S, d_k), values (S, d_v), available (S,) bool, temperature > 0
+    -> (output (d_v,), weights (S,))."""
+    scores = keys @ query / temperature                    # (S, d_k) @ (d_k,) -> (S,)
+    scores = np.where(available, scores, -np.inf)          # (S,): checked-out books can never win
+    e = np.exp(scores - scores.max())                      # exp(-inf) = 0; the max is an available book's
+    weights = e / e.sum()                                  # (S,): sums to 1 over the available books
+    return weights @ values, weights                       # (S,) @ (S, d_v) -> (d_v,)
 
 
 # Exercise 3: (2q) . k = 2 (q . k), and softmax((2 s) / 2) = softmax(s): temperature 2 undoes the doubling.

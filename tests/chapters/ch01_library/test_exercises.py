@@ -13,7 +13,7 @@ def stub(*args):
 
 CHECKS = [  # (checker, solution)
     (ch01.check_lookup_many, solutions.lookup_many),
-    (ch01.check_temperature_for, solutions.temperature_for),
+    (ch01.check_lookup_available, solutions.lookup_available),
     (ch01.check_doubled_query_temperature, solutions.DOUBLED_QUERY_TEMPERATURE),
 ]
 
@@ -25,7 +25,7 @@ def test_every_solution_passes_its_checker(check, solution):
 
 
 @pytest.mark.parametrize("check, placeholder", [(c, None) for c, _ in CHECKS]
-                         + [(ch01.check_lookup_many, stub), (ch01.check_temperature_for, stub)])
+                         + [(ch01.check_lookup_many, stub), (ch01.check_lookup_available, stub)])
 def test_placeholders_are_no_answer_yet_not_errors(check, placeholder):
     fb = check(placeholder)
     assert not fb and fb.pending
@@ -35,7 +35,7 @@ def test_placeholders_are_no_answer_yet_not_errors(check, placeholder):
 @pytest.mark.parametrize("seed", range(5))
 def test_code_solutions_pass_on_any_fresh_cases(seed):
     assert ch01.check_lookup_many(solutions.lookup_many, seed=seed)
-    assert ch01.check_temperature_for(solutions.temperature_for, seed=seed)
+    assert ch01.check_lookup_available(solutions.lookup_available, seed=seed)
 
 
 def test_cases_have_t_different_from_s_a_batch_and_a_huge_score():
@@ -87,18 +87,43 @@ def test_lookup_many_mistakes_are_named(name):
     assert words in fb.message, fb.message
 
 
-@pytest.mark.parametrize("wrong, words", [(lambda s, top: 1.0, "go"), (lambda s, top: -1.0, "> 0"),
-                                          (lambda s, top: top, "go")])
-def test_temperature_mistakes_say_which_way_to_go(wrong, words):
-    fb = ch01.check_temperature_for(wrong, seed=1)
-    assert not fb and not fb.pending and words in fb.message, fb.message
+def _mask_after_softmax(renormalise):
+    def fn(q, k, v, available, t):
+        w = _softmax(k @ q / t) * available
+        if renormalise:
+            w = w / w.sum()
+        return w @ v, w
+    return fn
 
 
-def test_temperature_cases_have_one_answer():
-    for scores, top in ch01.temperature_cases(seed=3):
-        assert 1 / len(scores) < top < 1
-        t = ch01.reference_temperature_for(scores, top)
-        assert abs(ch01.top_weight(scores, t) - top) < 1e-9
+AVAILABLE_MISTAKES = {  # a reader's wrong function -> words the feedback must contain
+    "mask ignored": (lambda q, k, v, a, t: (_softmax(k @ q / t) @ v, _softmax(k @ q / t)), "exactly 0"),
+    "masked after softmax, not renormalised": (_mask_after_softmax(False), "do not sum to 1"),
+    "masked after softmax, renormalised": (_mask_after_softmax(True), "before"),
+    "temperature ignored": (lambda q, k, v, a, t: solutions.lookup_available(q, k, v, a, 1.0), "divide the scores"),
+    "wrong output": (lambda q, k, v, a, t: (2 * solutions.lookup_available(q, k, v, a, t)[0],
+                                             solutions.lookup_available(q, k, v, a, t)[1]), "output = weights @ values"),
+}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("name", sorted(AVAILABLE_MISTAKES))
+def test_lookup_available_mistakes_are_named(name):
+    fn, words = AVAILABLE_MISTAKES[name]
+    fb = ch01.check_lookup_available(fn, seed=0)
+    assert not fb and not fb.pending
+    assert words in fb.message, fb.message
+
+
+def test_available_cases_mask_something_keep_something_and_have_a_huge_score():
+    cases = ch01.available_cases(seed=0)
+    for q, k, v, a, t in cases:
+        assert a.dtype == bool and a.any() and not a.all()
+        w = ch01.reference_lookup_available(q, k, v, a, t)[1]
+        assert np.all(w[~a] == 0) and abs(w.sum() - 1) < 1e-12
+    assert any(a.sum() == 1 for *_, a, _ in cases)
+    q, k, v, a, t = cases[-1]
+    assert (k[~a] @ q).max() / t > 709  # a masked book that would overflow a naive exp
 
 
 def test_conceptual_answers_refuse_wrong_numbers_without_giving_the_answer():

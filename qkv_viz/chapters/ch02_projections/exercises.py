@@ -68,16 +68,23 @@ def _softmax(s):
 
 
 # ---------------------------------------------------------------- exercise 2: who prefers itself?
+PAGE_W_Q = np.array([[0, 2], [0, 2], [2, 0], [0, 0.]])  # the page's hand-built W_q, (4, 2)
+PAGE_W_K = np.array([[2, 0], [0, 0], [0, 2], [0, 0.]])  # the page's hand-built W_k, (4, 2)
+
+
 def reference_self_preference(X, W_q, W_k):
-    """The fraction of tokens whose largest score q_i . k_j is their own (j = i); X (T, d_model)."""
+    """The fraction of tokens that no other token beats: q_i . k_i >= q_i . k_j for every j (a tie counts
+    as preferring itself). X (T, d_model), W_q/W_k (d_model, d_k)."""
     scores = (X @ W_q) @ (X @ W_k).T  # (T, d_k) @ (d_k, T) -> (T, T)
-    return float(np.mean(scores.argmax(axis=1) == np.arange(X.shape[0])))
+    return float(np.mean(scores.diagonal() >= scores.max(axis=1)))
 
 
 def self_preference_cases(seed=None, n_cases: int = 6) -> list:
-    """Fresh ``(X (T, d_model), W_q, W_k)``; the first two cases have W_q = W_k = I (no projection)."""
+    """``(X (T, d_model), W_q, W_k)``: first the page's X with no projection (W_q = W_k = I: "the" and "a"
+    tie, fraction 1) and with the page's W_q, W_k (fraction 0.4: "the" and "a" tie with everyone); then
+    fresh random cases, the first two of them with no projection."""
     rng = np.random.default_rng(seed)
-    cases = []
+    cases = [(PAGE_X.copy(), np.eye(4), np.eye(4)), (PAGE_X.copy(), PAGE_W_Q.copy(), PAGE_W_K.copy())]
     for i in range(n_cases):
         T, d_model = int(rng.integers(4, 9)), int(rng.integers(3, 7))
         X = rng.standard_normal((T, d_model))
@@ -98,19 +105,29 @@ def _diagnose_self_preference(got, want, case):
     if g > 1 or g < 0:
         return f"a fraction lies between 0 and 1; you returned {g:.4g}. Divide the count by T = {T}."
     scores = (X @ W_q) @ (X @ W_k).T
-    if np.isclose(g, np.mean(scores.argmax(axis=0) == np.arange(T))):
-        return ("you took the best query for each key (argmax over axis 0); the question is each token's "
-                "best key: argmax along each row, axis 1.")
-    return (f"on this case {round(want * T)} of the {T} tokens score their own key highest. Compute "
-            "the (T, T) scores (X W_q)(X W_k)^T, take each row's argmax and compare it with the row's index.")
+    if np.isclose(g, np.mean(scores.argmax(axis=1) == np.arange(T))):
+        return ("this case has ties: a row whose largest score appears more than once (on the page's sentence "
+                "\"the\" and \"a\" have the same features). argmax picks only the first of tied entries; here a "
+                "token prefers itself when no score in its row is larger than its own, ties included.")
+    if np.isclose(g, np.mean(scores.diagonal() > np.delete(scores, np.s_[::T + 1]).reshape(T, T - 1).max(axis=1))):
+        return ("you counted only strict wins; here a tie counts as preferring itself (no score in the row "
+                "larger than its own).")
+    if np.isclose(g, np.mean(scores.diagonal() >= scores.max(axis=0))) or \
+            np.isclose(g, np.mean(scores.argmax(axis=0) == np.arange(T))):
+        return ("you compared each key with the best query for it (axis 0); the question is each token's "
+                "best key: along each row, axis 1.")
+    return (f"on this case {round(want * T)} of the {T} tokens have no score in their row larger than their "
+            "own. Compute the (T, T) scores (X W_q)(X W_k)^T and compare each row's diagonal entry with the "
+            "row's largest entry.")
 
 
 def check_self_preference(fn, seed=None) -> Feedback:
-    """Exercise 2: ``fn(X, W_q, W_k) -> fraction`` of tokens whose best key is their own."""
+    """Exercise 2: ``fn(X, W_q, W_k) -> fraction`` of tokens that no other token beats (ties count)."""
     return check_function(fn, reference_self_preference, self_preference_cases(seed), name="self_preference",
                           diagnose=_diagnose_self_preference, atol=1e-9,
-                          praise="Without projections every token prefers itself (fraction 1); two random "
-                                 "matrices mostly break that.")
+                          praise="Without projections no token of equal length is beaten by another (fraction "
+                                 "1, the page's twins \"the\" and \"a\" by a tie); the page's projections give "
+                                 "0.4 (only \"the\" and \"a\", which score everyone 0), random ones mostly less.")
 
 
 # ---------------------------------------------------------------- exercise 3: the page's gradients, checked

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from qkv_viz.core.validate import as_array
@@ -112,9 +113,9 @@ def asymmetry(M) -> float:
 
 def plot_learning(history, M_hand, M_learned, features, tokens, target: str, query: str = "the query", axes=None):
     """The training run of "Learned, not designed". Left: the weights one query gives each
-    token, step by step (``history`` (steps, T); the ``target`` token coloured, the others
-    grey). Middle and right: M = W_q W_k^T (d_model, d_model) as written by hand and as
-    learned, on one colour scale (rows: query features, columns: key features).
+    token, step by step (``history`` (steps, T); the ``target`` token coloured, each other
+    token its own dashed grey line, all named in a legend). Middle and right: M = W_q W_k^T (d_model, d_model) as written by hand and as
+    learned, on one colour scale, each with its colour bar (rows: query features, columns: key features).
     ``query`` names the reading token in the left panel's title. ``axes``: three axes, or None for a new figure. Returns a dict: "target" (the Line2D),
     "others" (their Line2Ds), "hand" and "learned" (the images)."""
     from qkv_viz.viz.plots import scores_heatmap
@@ -129,26 +130,32 @@ def plot_learning(history, M_hand, M_learned, features, tokens, target: str, que
         raise ValueError(f"history must be (steps, T) with T = {len(tokens)} tokens and target one of them; "
                          f"got shape {history.shape} and target {target!r}")
     if axes is None:
-        fig, axes = plt.subplots(1, 3, figsize=style.figsize(1.0, 0.4),
-                                 gridspec_kw={"width_ratios": [1.0, 1, 1.1]})
+        fig, axes = plt.subplots(1, 3, figsize=style.figsize(1.0, 0.42),
+                                 gridspec_kw={"width_ratios": [1.3, 1.3, 1.0]})
     steps = np.arange(len(history))
     j = list(tokens).index(target)
-    others = [axes[0].plot(steps, history[:, i], color="0.6", lw=1.5)[0] for i in range(len(tokens)) if i != j]
-    (line,) = axes[0].plot(steps, history[:, j], color=style.KEY_COLOR, lw=2.5)
-    end = steps[-1]  # the lines labelled where they end, no legend in the way
-    axes[0].text(end, history[-1, j] - 0.05, f'"{target}"', color=style.KEY_COLOR, ha="right", va="top",
-                 fontsize=style.FONT_PT)
-    axes[0].text(end, np.delete(history[-1], j).max() + 0.05, "the other tokens", color="0.4", ha="right",
-                 va="bottom", fontsize=style.FONT_PT)
+    styles = iter(["-", "--", ":", "-."])  # one grey line per other token, told apart by dash and legend
+    others = [axes[0].plot(steps, history[:, i], color="0.45", lw=1.6, ls=next(styles), label=f'"{tokens[i]}"')[0]
+              for i in range(len(tokens)) if i != j]
+    (line,) = axes[0].plot(steps, history[:, j], color=style.KEY_COLOR, lw=2.5, label=f'"{target}"')
+    axes[0].legend(handles=[line, *others], loc="center right", fontsize=style.FONT_PT - 1, frameon=False,
+                   handlelength=2.2)
     axes[0].set(xlabel="step", ylabel="weight", ylim=(-0.03, 1.03), title=f"what {query} reads")
-    lim = float(max(np.abs(M_hand).max(), np.abs(M_learned).max())) or 1.0
+    lim = float(np.ceil(max(np.abs(M_hand).max(), np.abs(M_learned).max()))) or 1.0  # whole: the bars end on a tick
     hand = scores_heatmap(M_hand + 0.0, ax=axes[1], tokens_q=features, tokens_k=features, limit=lim,
                           colorbar=False, title="$W_qW_k^\\top$ by hand")
     learned = scores_heatmap(np.round(M_learned, 1) + 0.0, ax=axes[2], tokens_q=[""] * n, tokens_k=features,
-                             limit=lim, title=f"learned, step {len(history) - 1}",
-                             colorbar_label="adds to the score")
+                             limit=lim, colorbar=False, title=f"learned, step {len(history) - 1}")
     axes[1].set(xlabel="key feature", ylabel="query feature")
     axes[2].set(xlabel="key feature", ylabel="")
     axes[2].tick_params(axis="y", left=False)
-    axes[0].figure.tight_layout()
+    fig = axes[0].figure
+    fig.tight_layout(w_pad=4.0, rect=(0, 0, 0.93, 1))  # room for a colour bar right of each heatmap
+    for im in (hand, learned):   # one scale: the same bar, ticks and label beside both
+        im.axes.apply_aspect()
+        box = im.axes.get_position()
+        cax = fig.add_axes([box.x1 + 0.008, box.y0, 0.011, box.height])
+        bar = fig.colorbar(im, cax=cax, ticks=MaxNLocator(nbins=4, integer=True, symmetric=True))
+        bar.set_label("adds to the score", fontsize=style.FONT_PT)
+        bar.ax.tick_params(labelsize=style.FONT_PT - 1)
     return {"target": line, "others": others, "hand": hand, "learned": learned}

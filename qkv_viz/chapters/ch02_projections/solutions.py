@@ -20,11 +20,12 @@ DETERMINER_W_K = np.array([[2, 0, 0],      # animate: I can act
                            [0, 0, 0.]])    # determiner: offers nothing
 
 
-# Exercise 2: each row's best key, compared with the row's own index.
+# Exercise 2: each row's own score (the diagonal) against the row's largest; ">=" counts a tie as
+# preferring itself, as Cauchy-Schwarz does (x_i . x_j <= |x_i|^2 allows equality).
 def self_preference(X, W_q, W_k):
-    """X (T, d_model), W_q/W_k (d_model, d_k) -> the fraction of tokens whose best key is their own."""
+    """X (T, d_model), W_q/W_k (d_model, d_k) -> the fraction of tokens no other token beats."""
     scores = (X @ W_q) @ (X @ W_k).T                         # (T, d_k) @ (d_k, T) -> (T, T)
-    return float(np.mean(scores.argmax(axis=1) == np.arange(len(X))))
+    return float(np.mean(scores.diagonal() >= scores.max(axis=1)))
 
 
 # Exercise 3: nudge one entry at a time up and down by eps; the central difference is accurate to

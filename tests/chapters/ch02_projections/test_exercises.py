@@ -22,13 +22,24 @@ def test_code_solutions_pass_on_fresh_cases(seed):
     assert ch02.check_self_preference(sol.self_preference, seed=seed)
 
 
-def test_self_preference_names_the_wrong_axis_and_a_count():
-    by_column = lambda X, a, b: float(np.mean(((X @ a) @ (X @ b).T).argmax(axis=0) == np.arange(len(X))))  # noqa: E731
-    count = lambda X, a, b: float(np.sum(((X @ a) @ (X @ b).T).argmax(axis=1) == np.arange(len(X))))  # noqa: E731
+def test_self_preference_names_ties_the_wrong_axis_and_a_count():
+    S = lambda X, a, b: (X @ a) @ (X @ b).T  # noqa: E731
+    by_argmax = lambda X, a, b: float(np.mean(S(X, a, b).argmax(axis=1) == np.arange(len(X))))  # noqa: E731
+    by_column = lambda X, a, b: float(np.mean(S(X, a, b).diagonal() >= S(X, a, b).max(axis=0)))  # noqa: E731
+    count = lambda X, a, b: float(np.sum(S(X, a, b).diagonal() >= S(X, a, b).max(axis=1)))  # noqa: E731
+    fb = ch02.check_self_preference(by_argmax, seed=0)
+    assert not fb and "ties" in fb.message and "case 1 of" in fb.message  # the page's own X catches argmax
     assert "axis 0" in ch02.check_self_preference(by_column, seed=0).message
     assert "between 0 and 1" in ch02.check_self_preference(count, seed=0).message
+
+
+def test_self_preference_cases_start_with_the_pages_sentence():
     cases = ch02.self_preference_cases(seed=0)
-    assert ch02.reference_self_preference(*cases[0]) == 1.0  # no projection: everyone prefers itself
+    np.testing.assert_array_equal(cases[0][0], ch02.PAGE_X)
+    assert ch02.reference_self_preference(*cases[0]) == 1.0   # no projection: "the" and "a" tie, both count
+    assert ch02.reference_self_preference(*cases[1]) == 0.4   # the page's W_q, W_k: only "the" and "a" (all zeros)
+    assert ch02.reference_self_preference(*cases[2]) == 1.0   # random X of equal lengths, no projection
+    assert sol.self_preference(*cases[0]) == 1.0
 
 
 def test_determiner_head_accepts_the_solution_and_names_each_mistake():

@@ -81,3 +81,18 @@ def test_plot_learning_draws_the_weights_and_both_matrices_on_one_scale():
         plot_learning(history, M_hand, np.eye(3), features, tokens, target="dog")
     with pytest.raises(ValueError, match="target"):
         plot_learning(history, M_hand, M_learned, features, tokens, target="cat")
+
+
+def test_plot_learning_names_every_line_and_gives_each_heatmap_its_colour_bar():
+    import matplotlib.pyplot as plt
+    from qkv_viz.chapters.ch02_projections.figures import plot_learning
+    tokens = ("the", "dog", "chased", "a", "ball")
+    history = np.random.default_rng(1).dirichlet(np.ones(5), size=11)
+    arts = plot_learning(history, 4 * np.eye(4), 7.6 * np.eye(4), ("a", "b", "c", "d"), tokens, target="dog")
+    legend = arts["target"].axes.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ['"dog"', '"the"', '"chased"', '"a"', '"ball"']
+    assert len({line.get_linestyle() for line in arts["others"]}) == 4       # told apart, not one grey line
+    for im in (arts["hand"], arts["learned"]):
+        assert im.colorbar is not None and im.colorbar.ax.get_ylabel() == "adds to the score"
+        assert im.get_clim() == (-8.0, 8.0)                                   # one scale, rounded up to a tick
+    plt.close("all")

@@ -123,3 +123,18 @@ def test_the_pages_rank_claim_on_its_own_toy(page):
     features = page["features"]
     assert np.all(M[:, features.index("thing")] == 0) and np.all(M[:, features.index("determiner")] == 0)
     assert M[features.index("action")].argmax() == features.index("animate")
+
+
+def test_w_v_decides_what_is_carried_not_who_is_read(page):
+    """The page: the same weights with V = X W_v (W_v = I) or V = K give different outputs; "the", "a"
+    and "ball" share the key (0, 0) but not the value, so with V = K reading "ball" hands over nothing."""
+    i = page["tokens"].index
+    Q, K, V = page["Q"], page["K"], page["V"]
+    out_v, w_v = qv.scaled_dot_product_attention(Q, K, V)
+    out_k, w_k = qv.scaled_dot_product_attention(Q, K, K)
+    np.testing.assert_array_equal(w_v, w_k)                       # W_v plays no part in who is read
+    np.testing.assert_allclose(out_v[i("chased")], [0.81, 0.05, 0.05, 0.10], atol=0.005)
+    np.testing.assert_allclose(out_k[i("chased")], [1.62, 0.10], atol=0.01)
+    keys = K[[i("the"), i("a"), i("ball")]]
+    assert not keys.any()                                         # one key, (0, 0), for all three
+    assert not np.array_equal(V[i("the")], V[i("ball")])          # but not one value

@@ -138,8 +138,8 @@ def plot_learning(history, M_hand, M_learned, features, tokens, target: str, que
     others = [axes[0].plot(steps, history[:, i], color="0.45", lw=1.6, ls=next(styles), label=f'"{tokens[i]}"')[0]
               for i in range(len(tokens)) if i != j]
     (line,) = axes[0].plot(steps, history[:, j], color=style.KEY_COLOR, lw=2.5, label=f'"{target}"')
-    axes[0].legend(handles=[line, *others], loc="center right", fontsize=style.FONT_PT - 1, frameon=False,
-                   handlelength=2.2)
+    axes[0].legend(handles=[line, *others], loc="center right", fontsize=style.FONT_PT, frameon=False,
+                   handlelength=1.5, borderaxespad=0.1)
     axes[0].set(xlabel="step", ylabel="weight", ylim=(-0.03, 1.03), title=f"what {query} reads")
     lim = float(np.ceil(max(np.abs(M_hand).max(), np.abs(M_learned).max()))) or 1.0  # whole: the bars end on a tick
     hand = scores_heatmap(M_hand + 0.0, ax=axes[1], tokens_q=features, tokens_k=features, limit=lim,
@@ -157,5 +157,6 @@ def plot_learning(history, M_hand, M_learned, features, tokens, target: str, que
         cax = fig.add_axes([box.x1 + 0.008, box.y0, 0.011, box.height])
         bar = fig.colorbar(im, cax=cax, ticks=MaxNLocator(nbins=4, integer=True, symmetric=True))
         bar.set_label("adds to the score", fontsize=style.FONT_PT)
-        bar.ax.tick_params(labelsize=style.FONT_PT - 1)
+        bar.ax.tick_params(labelsize=style.FONT_PT - 1, length=2)
+        bar.outline.set_visible(False)
     return {"target": line, "others": others, "hand": hand, "learned": learned}

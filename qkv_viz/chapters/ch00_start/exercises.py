@@ -1,4 +1,4 @@
-"""Chapter 0's exercises: predict what "bank" reads when a noun's query asks only for water; write one query's attention.
+"""Chapter 0's exercises: predict what "bank" reads when a noun's query stops asking for money; write one query's attention.
 
 ``check_water_query`` and ``check_attend`` return a ``Feedback`` (``qkv_viz.chapters.feedback``); ``None`` means
 "no answer yet". Worked solution: ``qkv_viz.chapters.ch00_start.solutions``.
@@ -13,23 +13,23 @@ from qkv_viz.chapters.feedback import Feedback, as_array, check_function, no_ans
 # The page's sentence and its rows of the page's table (features: water, money, noun).
 RATES = ("the", "bank", "raised", "its", "rates")
 RATES_X = np.array([[0, 0, 0], [0.3, 0.3, 1], [0, 0.5, 0], [0, 0, 0], [0, 1, 1]])  # (T, d_model) = (5, 3)
-PAGE_W_K = np.array([[2, 0], [0, 2], [0, 0]])  # (3, 2): offer your water and money
-PAGE_W_V = np.array([[1, 0], [0, 1], [0, 0]])  # (3, 2): hand over your water and money
+PAGE_W_K = np.array([[2, 0, 0], [0, 2, 0], [0, 0, 1]])  # (3, 3): offer your water, money and noun
+PAGE_W_V = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0]])  # (3, 3): hand over your water and money
 WATER, MONEY, NOUN = 0, 1, 2
 
 
 def bank_row(W_q):
-    """What "bank" reads and gathers in "the bank raised its rates" with this ``W_q`` (3, 2):
-    (weights (5,), output (2,))."""
+    """What "bank" reads and gathers in "the bank raised its rates" with this ``W_q`` (3, 3):
+    (weights (5,), output (3,))."""
     X = RATES_X
-    out, w = scaled_dot_product_attention(X @ W_q, X @ PAGE_W_K, X @ PAGE_W_V)  # (5, 2), (5, 5)
+    out, w = scaled_dot_product_attention(X @ W_q, X @ PAGE_W_K, X @ PAGE_W_V)  # (5, 3), (5, 5)
     b = RATES.index("bank")
     return w[b], out[b]
 
 
 def check_water_query(guess, W_q_water) -> Feedback:
-    """``guess``: the word "bank" will read most; ``W_q_water`` (3, 2): the page's ``W_q`` with its
-    noun row asking only for water. Says whether the matrix is that, then what "bank" reads."""
+    """``guess``: the word "bank" will read most; ``W_q_water`` (3, 3): the page's ``W_q`` with its
+    noun row asking for water and a noun, not for money. Says whether the matrix is that, then what "bank" reads."""
     if guess is None or W_q_water is None:
         return no_answer()
     if not isinstance(guess, str) or guess.strip().strip('"\'').lower() not in RATES:
@@ -40,8 +40,8 @@ def check_water_query(guess, W_q_water) -> Feedback:
         W = as_array(W_q_water)[0].astype(float)
     except Exception as exc:  # noqa: BLE001
         return Feedback(False, f"W_q_water should be an array of numbers: {exc}")
-    if W.shape != (3, 2):
-        return Feedback(False, f"W_q_water must have the shape of W_q, (3, 2): one row per feature "
+    if W.shape != (3, 3):
+        return Feedback(False, f"W_q_water must have the shape of W_q, (3, 3): one row per feature "
                                f"(water, money, noun), one column per query coordinate; got {W.shape}.")
     if not np.all(np.isfinite(W)):
         return Feedback(False, "W_q_water contains NaN or inf.")
@@ -50,10 +50,13 @@ def check_water_query(guess, W_q_water) -> Feedback:
                                "and stay 0.")
     if W[NOUN, MONEY] != 0:
         return Feedback(False, f"The noun row is {W[NOUN].tolist()}: its second column asks for money. "
-                               "A noun that asks only for water leaves that column 0.")
+                               "A noun that does not ask for money leaves that column 0.")
     if W[NOUN, WATER] <= 0:
         return Feedback(False, f"The noun row is {W[NOUN].tolist()}: with a water column <= 0 it asks for no "
                                "water at all (or avoids it). Keep it positive, as on the page.")
+    if W[NOUN, NOUN] != 1:
+        return Feedback(False, f"The noun row is {W[NOUN].tolist()}: keep its last column 1, as on the page "
+                               "(a noun still asks for a noun); change only the money column.")
     w, out = bank_row(W)
     top = RATES[int(w.argmax())]
     reads = ", ".join(f"{t} {x:.2f}" for t, x in zip(RATES, w))
@@ -62,8 +65,8 @@ def check_water_query(guess, W_q_water) -> Feedback:
         return Feedback(True, f'{found} Why does it still gather more money than water? Think, then open '
                               '"What happened".')
     return Feedback(False, f'Your matrix is right, your guess "{guess}" is not. Look at the water column of '
-                           'the sentence\'s rows: with the noun row (2, 0) the query of "bank" asks only for water, '
-                           'so the words with no water all score the same. Change the guess and run the cell again.')
+                           'the sentence\'s rows, then at its noun column: with the noun row (2, 0, 1) the query of '
+                           '"bank" asks for water and for a noun, not for money. Change the guess and run the cell again.')
 
 
 def _attend_reference(q, K, V):
@@ -75,7 +78,7 @@ def _attend_reference(q, K, V):
 def _attend_cases(seed=0):
     rng = np.random.default_rng(seed)
     b = RATES.index("bank")
-    W_q = np.array([[0, 0], [0, 0], [2, 2.]])
+    W_q = np.array([[0, 0, 0], [0, 0, 0], [2, 2, 1.]])
     yield RATES_X[b] @ W_q, RATES_X @ PAGE_W_K, RATES_X @ PAGE_W_V  # the page's "bank"
     for S, d_k, d_v in ((1, 2, 2), (4, 3, 5), (7, 8, 1)):
         yield rng.normal(size=d_k), rng.normal(size=(S, d_k)), rng.normal(size=(S, d_v))

@@ -42,11 +42,11 @@ def test_the_pages_lines_equal_the_package(page, sentence):
     np.testing.assert_allclose(w, w_pkg, atol=1e-12)
     np.testing.assert_allclose(out, out_pkg, atol=1e-12)
     np.testing.assert_allclose(w.sum(axis=1), 1.0)
-    assert out.shape == (len(sentence.split()), 2)  # one output of width d_v per token
+    assert out.shape == (len(sentence.split()), 3)  # one output of width d_v = d_model per token
 
 
 def test_bank_reads_the_words_that_tell_its_sense(page):
-    for sentence, clues in ((RIVER, {"river", "flooded"}), (RATES, {"rates"})):
+    for sentence, clues in ((RIVER, {"river"}), (RATES, {"rates"})):
         tokens = sentence.split()
         _, w = _attend(page, sentence)
         row = w[tokens.index("bank")]
@@ -79,13 +79,13 @@ def test_bank_gathers_water_by_the_river_and_money_next_to_rates(page):
 
 
 def test_the_output_added_back_leans_bank_towards_one_sense(page):
-    """"What the output is for": x + output @ W_v^T leans to water by the river, to money next to "rates",
-    and keeps the noun feature."""
+    """"What the output is for": the residual x + output leans to water by the river, to money next to
+    "rates", and keeps the noun feature (W_v hands over none)."""
     for sentence, leans in ((RIVER, 0), (RATES, 1)):
         X = page["embed"](sentence)
         out, _ = page["self_attention"](X, page["W_q"], page["W_k"], page["W_v"])
         b = sentence.split().index("bank")
-        new = X[b] + out[b] @ page["W_v"].T
+        new = X[b] + out[b]
         assert new[leans] > new[1 - leans] and new[leans] > X[b, leans]
         assert new[2] == X[b, 2]
 
@@ -97,3 +97,14 @@ def test_the_exercises_sentence_is_the_pages():
     assert ch00.RATES == tuple(RATES.split())
     np.testing.assert_array_equal(ch00.PAGE_W_K, ns["W_k"])
     np.testing.assert_array_equal(ch00.PAGE_W_V, ns["W_v"])
+
+
+def test_river_and_flooded_give_the_same_value_but_river_is_found_more(page):
+    """Found by != gives: the two hand over the same value, river's key also offers "noun"."""
+    x_river, x_flooded = (np.array(page["table"][t], dtype=float) for t in ("river", "flooded"))
+    np.testing.assert_array_equal(x_river @ page["W_v"], x_flooded @ page["W_v"])
+    assert not np.array_equal(x_river @ page["W_k"], x_flooded @ page["W_k"])
+    _, w = _attend(page, RIVER)
+    tokens = RIVER.split()
+    row = w[tokens.index("bank")]
+    assert row[tokens.index("river")] > row[tokens.index("flooded")]

@@ -11,9 +11,9 @@ from qkv_viz.core.attention import softmax  # noqa: E402
 
 TOKENS = "the river bank flooded".split()
 X = np.array([[0, 0, 0], [1, 0, 1], [0.3, 0.3, 1], [1, 0, 0.]])
-W_q = np.array([[0, 0], [0, 0], [2, 2.]])
-W_k = np.array([[2, 0], [0, 2], [0, 0.]])
-W_v = np.array([[1, 0], [0, 1], [0, 0.]])
+W_q = np.array([[0, 0, 0], [0, 0, 0], [2, 2, 1.]])
+W_k = np.array([[2, 0, 0], [0, 2, 0], [0, 0, 1.]])
+W_v = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0.]])
 
 
 @pytest.fixture(autouse=True)
@@ -38,11 +38,11 @@ def test_the_outlined_rows_are_banks_row_of_every_query_side_matrix():
     assert len(outlines) == 7  # X, Q twice, dot products, scores, weights, output
     Q, K, V = X @ W_q, X @ W_k, X @ W_v
     dots = Q @ K.T
-    w = softmax(dots / np.sqrt(2))
+    w = softmax(dots / np.sqrt(3))
     b = TOKENS.index("bank")
     fmt = lambda row: [(f"{int(round(x))}" if np.isclose(x, round(x)) else f"{x:.2f}".rstrip("0").replace("0.", ".", 1)
                         if abs(x) < 1 else f"{x:.1f}") for x in row]
-    expected = [X[b], Q[b], Q[b], dots[b], dots[b] / np.sqrt(2), w[b], (w @ V)[b]]
+    expected = [X[b], Q[b], Q[b], dots[b], dots[b] / np.sqrt(3), w[b], (w @ V)[b]]
     for box, row in zip(outlines, expected):
         assert _numbers_inside(artists, box) == fmt(row)
     sizes = {a.get_fontsize() for s in artists.values() for a in s if a.get_gid() == "cell-number"}
@@ -63,9 +63,9 @@ def _moves():
     out = []
     for tokens, X_s in ((TOKENS, X), (rates, X_r)):
         Q, K, V = X_s @ W_q, X_s @ W_k, X_s @ W_v
-        w = softmax(Q @ K.T / np.sqrt(2))
+        w = softmax(Q @ K.T / np.sqrt(3))
         b = tokens.index("bank")
-        out.append((" ".join(tokens), X_s[b, :2], w[b], V, tokens))
+        out.append((" ".join(tokens), X_s[b, :2], w[b], V[:, :2], tokens))  # water and money
     return out
 
 
@@ -80,7 +80,7 @@ def test_bank_moves_ends_each_sentence_where_the_output_added_back_puts_bank():
         assert len(arrows) == int(np.count_nonzero((w[:, None] * V).any(axis=1)))  # one piece per token that gives
         assert np.allclose(arrows[0].xyann, start) and np.allclose(arrows[-1].xy, expected)  # head to tail
     texts = [t.get_text() for t in plt.gca().texts]
-    assert "0.42 × river" in texts and "0.59 × rates" in texts
+    assert "0.50 × river" in texts and "0.59 × rates" in texts
     river_end, rates_end = (np.ravel(e.get_data()) for _, e in drawn)
     assert river_end[0] > river_end[1] and rates_end[1] > rates_end[0]  # towards water, towards money
 

@@ -1,38 +1,41 @@
-"""Chapter 11's static figure: the work of each generation step, with and without the cache."""
+"""Chapter 11's static figures: the counted work of each generation step, three ways; the stepper's still."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter
 
-from qkv_viz.core.kv_cache import step_flops
 from qkv_viz.viz import style
 
 
-def plot_step_costs(d_model: int = 64, n_heads: int = 4, T: int = 1024, ax=None):
-    """FLOPs of step t (t = 0..T-1) for one layer, cached and uncached, on linear axes:
-    a line and a parabola; an inset draws the cached line on its own scale.
+def plot_step_costs(steps, costs, title: str = "", ax=None):
+    """The counted FLOPs of each generation step, one line per way of computing it, on linear axes
+    (a line is linear in t, a parabola quadratic); an inset draws the first (the cached) way on its
+    own scale.
 
-    Returns the two ``Line2D`` artists (cached, uncached).
+    ``steps`` (T,) the token positions t, ``costs`` a dict {label: (T,) FLOPs}, in the order drawn
+    (the first is the cached one). Returns the ``Line2D`` artists, one per entry of ``costs``.
     """
+    steps = np.asarray(steps)
+    if not costs or any(np.shape(ys) != steps.shape for ys in costs.values()):
+        raise ValueError(f"costs must map labels to arrays of shape {steps.shape} (one FLOP count per step), "
+                         f"got shapes {[np.shape(ys) for ys in costs.values()]}")
     if ax is None:
-        _, ax = plt.subplots(figsize=style.figsize(0.8, 0.4), layout="constrained")
-    t = np.arange(T)
-    cached = [step_flops(d_model, n_heads, int(i)) for i in t]
-    rerun = [step_flops(d_model, n_heads, int(i), cached=False) for i in t]
-    (a,) = ax.plot(t, cached, color=style.SCALED_COLOR, label="with the K/V cache")
-    (b,) = ax.plot(t, rerun, color=style.UNSCALED_COLOR, label="without: the whole prefix again")
-    ax.set(xlabel="token t (step)", ylabel="FLOPs of the step",
-           title=f"one layer, d_model = {d_model}, {n_heads} heads: linear with the cache, quadratic without")
+        _, ax = plt.subplots(figsize=style.figsize(0.8, 0.42), layout="constrained")
+    colors = (style.SCALED_COLOR, style.CONTROL_COLOR, style.UNSCALED_COLOR, *style.SERIES)
+    lines = [ax.plot(steps, ys, color=color, label=label)[0]
+             for (label, ys), color in zip(costs.items(), colors)]
+    ax.set(xlabel="token t (step)", ylabel="FLOPs of the step", title=title)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e6:,.0f}M"))
-    ax.legend(loc="lower right", bbox_to_anchor=(1, 0.08))
-    inset = ax.inset_axes((0.12, 0.4, 0.3, 0.42))  # the cached line on its own linear scale
-    inset.plot(t, cached, color=style.SCALED_COLOR)
+    ax.legend(loc="upper left", bbox_to_anchor=(0.45, 1.0))
+    first = next(iter(costs.values()))
+    inset = ax.inset_axes((0.1, 0.45, 0.28, 0.42))  # the cached line on its own linear scale
+    inset.plot(steps, first, color=colors[0])
     inset.set_title("with the cache, zoomed in", fontsize=style.ANNOTATION_PT)
     inset.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e3:,.0f}k"))
-    inset.set_xticks([0, T // 2, T])
+    inset.set_xticks([steps[0], steps[-1] // 2, steps[-1]])
     inset.tick_params(labelsize=style.ANNOTATION_PT)
-    return a, b
+    return lines
 
 
 def plot_generation_step(words, weights, logits, cache, vocab, step: int, head: int, n_prompt: int, fig=None):

@@ -10,13 +10,24 @@ from qkv_viz.core.kv_cache import step_flops  # noqa: E402
 
 
 def test_lines_are_the_counted_flops():
+    """The chapter passes its counted FLOPs (cached, recompute K and V, rerun the prefix); the figure
+    draws exactly those, on linear axes, one legend entry each; the cached count is core's step_flops."""
+    t = np.arange(50)
+    cached = [step_flops(64, 4, int(s)) for s in t]
+    recompute = [c + int(s) * 4 * 64 * 64 for c, s in zip(cached, t)]
+    rerun = [step_flops(64, 4, int(s), cached=False) for s in t]
     fig, ax = plt.subplots()
-    cached, rerun = plot_step_costs(64, 4, T=50, ax=ax)
-    np.testing.assert_array_equal(cached.get_xdata(), np.arange(50))
-    assert list(cached.get_ydata()) == [step_flops(64, 4, t) for t in range(50)]
-    assert list(rerun.get_ydata()) == [step_flops(64, 4, t, cached=False) for t in range(50)]
-    assert ax.get_yscale() == "linear" and len(ax.get_legend().get_texts()) == 2
+    lines = plot_step_costs(t, {"cached": cached, "recompute": recompute, "rerun": rerun}, title="x", ax=ax)
+    assert len(lines) == 3
+    np.testing.assert_array_equal(lines[0].get_xdata(), t)
+    for line, ys in zip(lines, (cached, recompute, rerun)):
+        assert list(line.get_ydata()) == ys
+    assert ax.get_yscale() == "linear" and len(ax.get_legend().get_texts()) == 3
+    assert recompute[-1] < rerun[-1] and recompute[-1] - recompute[-2] == (64 + 1) * (cached[-1] - cached[-2])  # 4d(d+1) vs 4d
     plt.close(fig)
+    import pytest
+    with pytest.raises(ValueError, match="costs"):
+        plot_step_costs(t, {"cached": cached[:-1]})
 
 
 def test_the_steppers_still_draws_the_step_and_every_text_is_legible():

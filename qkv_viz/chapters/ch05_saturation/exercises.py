@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from qkv_viz.chapters.feedback import Feedback, check_function
+from qkv_viz.chapters.ch05_saturation.toy import score_grads, softmax
 
 
 # ---------------------------------------------------------------- exercise 1: per-query gradients
@@ -129,7 +130,29 @@ def _diagnose_batch_grad(got, want, case):
     return None
 
 
+def start_of_training(c, seed=0, d_model=256, d_k=256, T=16):
+    """One sequence at the start of chapter 5's training: (x_q, k, d_scores) for the factor ``c``.
+
+    x (T, d_model) random tokens, W_q and W_k (d_model, d_k) of std 1/sqrt(d_model), the same draws
+    for every ``c``; d_scores (T, T) = score_grads of the weights softmax(c q k^T).
+    """
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(T, d_model))                                  # (T, d_model)
+    W_q, W_k = rng.normal(size=(2, d_model, d_k)) / np.sqrt(d_model)   # each (d_model, d_k)
+    q, k = x @ W_q, x @ W_k                                            # (T, d_model) @ (d_model, d_k) -> (T, d_k)
+    return x, k, score_grads(softmax(c * q @ k.T))                     # d_scores (T, T)
+
+
 def check_batch_grad_norm(fn, seed=None) -> Feedback:
-    """Exercise 3: ``fn(x_q, k, d_scores, c)`` returns |d L / d W_q| for the mean loss over the T queries."""
-    return check_function(fn, batch_grad_norm_reference, query_grad_cases(seed=seed), name="your batch_grad_norm",
-                          diagnose=_diagnose_batch_grad, atol=1e-9)
+    """Exercise 3: ``fn(x_q, k, d_scores, c)`` returns |d L / d W_q| for the mean loss over the T queries.
+
+    When it is right, the feedback also gives ``fn``'s value on one sequence at the start of training,
+    scaled and unscaled (``start_of_training``), for the question that follows.
+    """
+    fb = check_function(fn, batch_grad_norm_reference, query_grad_cases(seed=seed), name="your batch_grad_norm",
+                        diagnose=_diagnose_batch_grad, atol=1e-9)
+    if not fb.correct:
+        return fb
+    norms = {name: float(fn(*start_of_training(c), c)) for name, c in (("scaled", 1 / 16), ("unscaled", 1.0))}
+    return Feedback(True, fb.message + " On one sequence of 16 tokens at the start of training (d_k = 256), "
+                    + ", ".join(f"{name} |dL/dW_q| = {v:.3g}" for name, v in norms.items()) + ".")

@@ -11,7 +11,7 @@ import numpy as np
 
 from qkv_viz.viz import style
 
-COLORS = {"scaled": style.SCALED_COLOR, "unscaled": style.UNSCALED_COLOR, "divided twice": style.CONTROL_COLOR,
+COLORS = {"scaled": style.SCALED_COLOR, "unscaled": style.UNSCALED_COLOR, "divided twice": style.OKABE_ITO[2],
           "small start": style.CONTROL_COLOR, "lr / 4": style.OKABE_ITO[7]}
 
 
@@ -78,7 +78,7 @@ def learning_curves(acc: dict, chance: float, ax=None, window: int = 10):
 
 
 def weights_over_training(snaps: dict, steps, axes=None):
-    """One sequence's (T, T) weights at several training steps: a row of heatmaps per run.
+    """One sequence's (T, T) weights at several training steps: a row of heatmaps per run (viridis, 0..1).
 
     ``snaps``: ``{run name: (len(steps), T, T) weights}``. Returns the images, run by run.
     """
@@ -93,7 +93,7 @@ def weights_over_training(snaps: dict, steps, axes=None):
         if w.shape[0] != n or w.ndim != 3:
             raise ValueError(f"snaps[{name!r}] must be (len(steps), T, T) = ({n}, T, T), got shape {w.shape}")
         for ax, step, m in zip(row, steps, w):
-            images.append(ax.imshow(m, vmin=0, vmax=1, cmap="Blues"))
+            images.append(ax.imshow(m, vmin=0, vmax=1, cmap=style.WEIGHTS_CMAP))
             ax.set_title(f"{name}, step {step}")
             ticks = np.arange(0, m.shape[0], 4)                  # token indices, from 0
             ax.set_xticks(ticks)

@@ -102,3 +102,14 @@ def test_batch_gradient_of_the_mean_loss_equals_torch():
         d_scores = score_grads(softmax(scores.detach().numpy()))
         got = ch05.batch_grad_norm_reference(x.numpy(), k.numpy(), d_scores, c)
         np.testing.assert_allclose(got, grad.norm().item(), rtol=1e-8)
+
+
+def test_right_batch_grad_norm_reports_the_larger_unscaled_gradient():
+    """Exercise 3's feedback, once right, gives both norms; the unscaled one is the larger (the question's answer)."""
+    import re
+    fb = ch05.check_batch_grad_norm(sol.batch_grad_norm, seed=0)
+    assert fb.correct
+    scaled, unscaled = (float(v) for v in re.findall(r"\|dL/dW_q\| = ([0-9][0-9.e+-]*[0-9])", fb.message))
+    assert unscaled > 3 * scaled
+    x, k, d_scores = ch05.start_of_training(1.0)
+    assert x.shape == (16, 256) and k.shape == (16, 256) and d_scores.shape == (16, 16)

@@ -88,3 +88,15 @@ def test_the_four_runs_have_four_colours():
     lines = sp.learning_curves(acc, chance=1 / 16)
     assert len({ln.get_color() for ln in lines[:4]}) == 4
     plt.close("all")
+
+
+def test_weights_over_training_uses_the_books_weights_colormap_and_distinct_run_colours():
+    snaps = {"scaled": np.full((2, 4, 4), 0.25), "unscaled": np.tile(np.eye(4), (2, 1, 1))}
+    images = sp.weights_over_training(snaps, (0, 9))
+    assert len(images) == 4 and all(im.get_cmap().name == style.WEIGHTS_CMAP for im in images)
+    assert images[0].axes.get_title() == "scaled, step 0"
+    with pytest.raises(ValueError, match="snaps"):
+        sp.weights_over_training({"scaled": np.zeros((3, 4, 4))}, (0, 9))
+    runs = ("scaled", "unscaled", "small start", "lr / 4", "divided twice")
+    assert len({sp._color(name, i) for i, name in enumerate(runs)}) == len(runs)
+    plt.close("all")

@@ -60,17 +60,48 @@ def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=Non
     return lines + ims
 
 
-def plot_dot_grid(grid, ax=None, title=None, label="$q_m \\cdot k_n$"):
-    """A (T, T) grid of q_m . k_n, rows m, columns n, on a sequential map spanning the data."""
+def by_offset(grid) -> np.ndarray:
+    """The (T, T) grid q_m . k_n re-indexed by (m, n - m): (T, 2T - 1), column j is offset j - (T - 1);
+    NaN where n = m + offset falls outside 0..T-1."""
     grid = as_array("grid", grid, ndim=2)
-    if ax is None:
-        _, ax = plt.subplots(figsize=style.figsize(0.5, 0.9), layout="constrained")
-    im = ax.imshow(grid, cmap=style.WEIGHTS_CMAP, vmin=grid.min(), vmax=grid.max(), interpolation="nearest")
-    ax.figure.colorbar(im, ax=ax, fraction=0.05, pad=0.03, label=label)
-    T, S = grid.shape
-    ticks = lambda n: np.arange(0, n, 1 if n <= 10 else 5)  # no labels running together
-    ax.set(xlabel="key position n", ylabel="query position m", xticks=ticks(S), yticks=ticks(T), title=title)
-    return im
+    T = grid.shape[0]
+    if grid.shape != (T, T):
+        raise ValueError(f"grid must be square (T, T), got {grid.shape}")
+    out = np.full((T, 2 * T - 1), np.nan)
+    for m in range(T):
+        out[m, T - 1 - m:2 * T - 1 - m] = grid[m]     # n = 0..T-1 sits at offset -m..T-1-m
+    return out
+
+
+def plot_dot_grid(grid, offset: int = 2, axes=None, label="$q_m \\cdot k_n$"):
+    """Left: the (T, T) grid of q_m . k_n, rows m, columns n, the cells with n - m = ``offset``
+    outlined. Right: the same numbers with columns n - m (``by_offset``): a relative score makes
+    every column one colour. One sequential map spanning the data, one labelled bar. Returns the
+    two images."""
+    grid = as_array("grid", grid, ndim=2)
+    T = grid.shape[0]
+    if not -T < offset < T:
+        raise ValueError(f"offset must be in -{T - 1}..{T - 1}, got {offset}")
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=style.figsize(0.95, 0.42), layout="constrained",
+                               gridspec_kw={"width_ratios": [1, 1.9]})
+    ax1, ax2 = np.atleast_1d(axes)
+    kw = dict(cmap=style.WEIGHTS_CMAP, vmin=np.nanmin(grid), vmax=np.nanmax(grid), interpolation="nearest")
+    ims = [ax1.imshow(grid, **kw), ax2.imshow(by_offset(grid), aspect="auto", **kw)]
+    cells = [(m, m + offset) for m in range(T) if 0 <= m + offset < T]
+    col = offset + T - 1
+    for ec, lw in (("white", 3.0), ("black", 1.2)):    # black inside white: seen on any colour
+        for m, n in cells:                             # the diagonal n - m = offset, cell by cell
+            ax1.add_patch(plt.Rectangle((n - 0.5, m - 0.5), 1, 1, fill=False, ec=ec, lw=lw))
+        ax2.add_patch(plt.Rectangle((col - 0.5, cells[0][0] - 0.5), 1, len(cells), fill=False, ec=ec, lw=lw))
+    ticks = np.arange(0, T, 5)
+    ax1.set(xlabel="key position n", ylabel="query position m", xticks=ticks, yticks=ticks,
+            title="by position: (m, n)")
+    offs = np.arange(-((T - 1) // 5) * 5, T, 5)
+    ax2.set(xlabel="offset n − m", ylabel="query position m", xticks=offs + T - 1, xticklabels=offs, yticks=ticks,
+            title="the same numbers by offset: (m, n − m)")
+    ax2.figure.colorbar(ims[1], ax=[ax1, ax2], fraction=0.04, pad=0.02, label=label)
+    return ims
 
 
 def plot_head(weights, axes=None, titles=("without positions", "with RoPE"), tokens=None):
@@ -100,13 +131,12 @@ def plot_head(weights, axes=None, titles=("without positions", "with RoPE"), tok
 
 
 def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0, ax=None,
-                 pairing: str = "adjacent", start: bool = True):
-    """Pair ``pair`` of q and k in its plane, turned to m (q) and n (k); with ``start``, also
-    faint and dashed at position 0.
+                 pairing: str = "adjacent"):
+    """Pair ``pair`` of q and k in its plane, turned to m (q) and n (k), and faint and dashed
+    at position 0 (the live figure's still).
 
     The angle between the solid arrows is the angle at position 0 plus (n - m) * theta_pair,
-    so it is the same for every m with the same n - m. Title: the pair's part of the dot product
-    (without ``start``, beside the whole q_m . k_n).
+    so it is the same for every m with the same n - m. Title: the pair's part of the dot product.
     """
     q, k = as_array("q", q, ndim=1), as_array("k", k, ndim=1)
     d_k = q.shape[0]
@@ -120,9 +150,8 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
     arts = [ax.add_patch(plt.Circle((0, 0), r, fill=False, ls=":", color="#999"))]
     # at position 0 the two arrows may coincide (key = query): dashes offset so both colours show
     for vec, colour, dash in ((q[[a, b]], style.QUERY_COLOR, (0, (3, 3))), (k[[a, b]], style.KEY_COLOR, (3, (3, 3)))):
-        if start:
-            arts.append(ax.annotate("", xy=tuple(vec), xytext=(0, 0), arrowprops=dict(
-                arrowstyle="-|>", color=colour, lw=1.4, alpha=0.8, ls=dash)))
+        arts.append(ax.annotate("", xy=tuple(vec), xytext=(0, 0), arrowprops=dict(
+            arrowstyle="-|>", color=colour, lw=1.4, alpha=0.8, ls=dash)))
     aq, ak = np.arctan2(qm[1], qm[0]), np.arctan2(kn[1], kn[0])
     between = (ak - aq + np.pi) % (2 * np.pi) - np.pi          # from q to k, -pi..pi
     # labels beyond the arrowheads, along the arrows, pushed apart when the arrows are close
@@ -139,20 +168,13 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
     t = aq + np.linspace(0, between, 40)
     arts.append(ax.plot(arc_r * np.cos(t), arc_r * np.sin(t), color="#444", lw=1)[0])
     theta = rope_frequencies(d_k, base)[pair]
-    dashed = "dashed: at position 0; " if start else ""
-    arts.append(ax.set_xlabel(f"{dashed}arc: {np.degrees(between):.0f}° from q to k", fontsize=style.FONT_PT))
+    arts.append(ax.set_xlabel(f"dashed: at position 0; arc: {np.degrees(between):.0f}° from q to k",
+                              fontsize=style.FONT_PT))
     ax.set(xlim=(-1.45 * r, 1.45 * r), ylim=(-1.45 * r, 1.45 * r), aspect="equal", xticks=[], yticks=[])
-    if start:
-        ax.set_ylabel(f"pair {pair}: coordinates {a}, {b}")
-        arts.append(ax.set_title(f"pair {pair} (θ = {theta:.3g} rad per position)\n"
-                                 f"m = {m:g}, n = {n:g}: pair {pair}'s part of $q_m \\cdot k_n$ = {qm @ kn:.3f}",
-                                 fontsize=style.FONT_PT))
-    else:
-        for spine in ax.spines.values():
-            spine.set_visible(False)
-        whole = apply_rope(q[None], [m], base, pairing)[0] @ apply_rope(k[None], [n], base, pairing)[0]
-        arts.append(ax.set_title(f"m = {m:g}, n = {n:g}: pair {pair} gives {qm @ kn:.3f}\n"
-                                 f"of the whole $q_m \\cdot k_n$ = {whole:.3f}", fontsize=style.FONT_PT))
+    ax.set_ylabel(f"pair {pair}: coordinates {a}, {b}")
+    arts.append(ax.set_title(f"pair {pair} (θ = {theta:.3g} rad per position)\n"
+                             f"m = {m:g}, n = {n:g}: pair {pair}'s part of $q_m \\cdot k_n$ = {qm @ kn:.3f}",
+                             fontsize=style.FONT_PT))
     return arts
 
 

@@ -10,6 +10,12 @@
 
 const ROPE_D_KS = [2, 4, 8, 16, 32, 64];
 const ROPE_BASES = [10, 100, 1000, 10000, 100000, 1000000];
+const LABEL = "13px sans-serif", LABEL_BOLD = "bold 13px sans-serif";   // this figure's text: >= 12 px
+
+function yTicks(ctx, box, yOf, ticks) {      // the shared yAxis's line and marks, labels at LABEL size
+  yAxis(ctx, box, yOf, ticks, () => "");
+  for (const t of ticks) text(ctx, fmt(t), box.x - 6, Math.round(yOf(t)) + 0.5, {align: "right", base: "middle", font: LABEL});
+}
 
 function ropeFrequencies(dK, base) {            // (dK/2): theta_i = base^(-2i/dK)
   const theta = new Float64Array(dK / 2);
@@ -71,9 +77,9 @@ function render({model, el}) {
   const table = h("table", {class: "qkv-readouts qkv-rope-readouts", "aria-live": "polite"});
   const cells = Array.from({length: 5}, () => [h("th", {scope: "row"}), h("td")]);   // updated in place
   table.append(...cells.map((c) => h("tr", {}, c)));
-  const plane = makeCanvas("qkv-rope-plane", 300, 300);
+  const plane = makeCanvas("qkv-rope-plane", 300, 340);
   const curve = makeCanvas("qkv-rope-curve", 440, 240);
-  const parts = makeCanvas("qkv-rope-parts", 440, 130);
+  const parts = makeCanvas("qkv-rope-parts", 440, 150);
   const labelledOut = (text, control, output) => h("label", {class: "qkv-control"}, [h("span", {text}), control, output]);
   const root = h("div", {class: "qkv-figure qkv-rope"}, [
     h("div", {class: "qkv-row"}, [labelledOut("query position m", mSlider, mOut), labelledOut("key position n", nSlider, nOut),
@@ -100,7 +106,7 @@ function render({model, el}) {
   }
 
   function drawPlane(r) {                 // labels in darker q / k hues: >= 4.5:1 on white
-    const {ctx, width, height} = plane, cx = width / 2, cy = height / 2 + 10;
+    const {ctx, width, height} = plane, cx = width / 2, cy = height / 2 + 22;
     ctx.clearRect(0, 0, width, height);
     const a = 2 * s.pair, b = a + 1;
     const radius = Math.max(Math.hypot(q[a], q[b]), Math.hypot(k[a], k[b]), 1e-12);
@@ -116,15 +122,17 @@ function render({model, el}) {
     arrow(ctx, cx, cy, cx + qm[0] * px, cy - qm[1] * px, "#D55E00", 2.5, false);
     arrow(ctx, cx, cy, cx + kn[0] * px, cy - kn[1] * px, "#0072B2", 2.5, false);
     const beyond = (v) => 1 + 18 / Math.max(Math.hypot(...v) * px, 1e-12);   // a label 18 px past its arrowhead
-    text(ctx, `q at ${s.m}`, cx + qm[0] * px * beyond(qm), cy - qm[1] * px * beyond(qm), {colour: "#A04000", font: BOLD, align: "center", base: "middle"});
-    text(ctx, `k at ${s.n}`, cx + kn[0] * px * beyond(kn), cy - kn[1] * px * beyond(kn), {colour: "#005A8C", font: BOLD, align: "center", base: "middle"});
+    text(ctx, `q at ${s.m}`, cx + qm[0] * px * beyond(qm), cy - qm[1] * px * beyond(qm), {colour: "#A04000", font: LABEL_BOLD, align: "center", base: "middle"});
+    text(ctx, `k at ${s.n}`, cx + kn[0] * px * beyond(kn), cy - kn[1] * px * beyond(kn), {colour: "#005A8C", font: LABEL_BOLD, align: "center", base: "middle"});
     const aq = Math.atan2(qm[1], qm[0]), ak = Math.atan2(kn[1], kn[0]);
     let between = (ak - aq) * 180 / Math.PI;            // from q to k, wrapped to -180..180
     between = ((between % 360) + 540) % 360 - 180;
     ctx.strokeStyle = "#444"; ctx.lineWidth = 1;        // the screen's y points down: angles flip
     ctx.beginPath(); ctx.arc(cx, cy, 28, -aq, -aq - between * Math.PI / 180, between > 0); ctx.stroke();
-    text(ctx, `pair ${s.pair} (coordinates ${a}, ${b}): \u03b8 = ${fmt(r.theta[s.pair])} rad per position`, 6, 14, {font: BOLD});
-    text(ctx, `angle from q to k: ${between.toFixed(1)}\u00b0; dashed: at position 0`, 6, 30, {font: SMALL});
+    text(ctx, `pair ${s.pair} (coordinates ${a}, ${b})`, 6, 16, {font: LABEL_BOLD});
+    text(ctx, `\u03b8 = ${fmt(r.theta[s.pair])} rad per position`, 6, 34, {font: LABEL});
+    text(ctx, `angle from q to k: ${between.toFixed(1)}\u00b0`, 6, 52, {font: LABEL});
+    text(ctx, "dashed: both at position 0", 6, height - 8, {font: LABEL, colour: "#555"});
     r.angle = between;
     describe(plane.canvas, `pair ${s.pair} (coordinates ${a}, ${b}) of q at position ${s.m} and k at position ${s.n}, ` +
       `each turned by its position \u00d7 \u03b8 = ${fmt(r.theta[s.pair])} rad: the angle from q to k is ` +
@@ -138,16 +146,16 @@ function render({model, el}) {
     const bound = Math.sqrt(dotFirst(q, q, s.dK) * dotFirst(k, k, s.dK)) || 1;
     const xOf = (d) => box.x + (d + tMax - 1) / (2 * tMax - 2) * box.w;
     const yOf = (v) => box.y + box.h * (bound - v) / (2 * bound);
-    text(ctx, "q_m \u00b7 k_n against the offset n \u2212 m (the curve never depends on m)", box.x - 40, 14, {font: BOLD});
+    text(ctx, "q_m \u00b7 k_n against the offset n \u2212 m", box.x - 40, 15, {font: LABEL_BOLD});
     ctx.strokeStyle = "#bbb"; ctx.lineWidth = 1;
     ctx.beginPath(); ctx.moveTo(box.x, yOf(0)); ctx.lineTo(box.x + box.w, yOf(0)); ctx.moveTo(xOf(0), box.y); ctx.lineTo(xOf(0), box.y + box.h); ctx.stroke();
     ctx.strokeStyle = "#555"; ctx.lineWidth = 1.5;
     ctx.beginPath();
     r.offsets.forEach((d, j) => (j ? ctx.lineTo(xOf(d), yOf(r.curve[j])) : ctx.moveTo(xOf(d), yOf(r.curve[j]))));
     ctx.stroke();
-    yAxis(ctx, box, yOf, [-bound, 0, bound], (t) => fmt(t));
-    for (const d of [-(tMax - 1), 0, tMax - 1]) text(ctx, String(d), xOf(d), box.y + box.h + 14, {align: "center", font: SMALL});
-    text(ctx, "offset n \u2212 m", box.x + box.w / 2, box.y + box.h + 30, {align: "center", font: SMALL});
+    yTicks(ctx, box, yOf, [-bound, 0, bound]);
+    for (const d of [-(tMax - 1), 0, tMax - 1]) text(ctx, String(d), xOf(d), box.y + box.h + 15, {align: "center", font: LABEL});
+    text(ctx, "offset n \u2212 m", box.x + box.w / 2, box.y + box.h + 32, {align: "center", font: LABEL});
     ctx.fillStyle = "#D55E00";
     ctx.beginPath(); ctx.arc(xOf(s.n - s.m), yOf(r.dot), 5, 0, 2 * Math.PI); ctx.fill();
     let hi = 0;
@@ -160,10 +168,10 @@ function render({model, el}) {
   function drawParts(r) {                 // each pair's part of q_m . k_n; they add up to the dot
     const {ctx, width, height} = parts;
     ctx.clearRect(0, 0, width, height);
-    const box = {x: 52, y: 22, w: width - 66, h: height - 44};
+    const box = {x: 52, y: 24, w: width - 66, h: height - 62};
     const big = Math.max(...r.parts.map(Math.abs), 1e-12);
     const yOf = (v) => box.y + box.h * (big - v) / (2 * big);
-    text(ctx, `each pair's part of q_m \u00b7 k_n (they add up to ${r.dot.toFixed(3)})`, box.x - 40, 12, {font: BOLD});
+    text(ctx, `each pair's part (they add up to ${r.dot.toFixed(3)})`, box.x - 40, 14, {font: LABEL_BOLD});
     const w = box.w / r.parts.length;
     r.parts.forEach((v, i) => {
       ctx.fillStyle = i === s.pair ? "#D55E00" : "#999";
@@ -175,10 +183,10 @@ function render({model, el}) {
     });
     ctx.strokeStyle = "#bbb"; ctx.lineWidth = 1;
     ctx.beginPath(); ctx.moveTo(box.x, yOf(0)); ctx.lineTo(box.x + box.w, yOf(0)); ctx.stroke();
-    yAxis(ctx, box, yOf, [-big, 0, big], (t) => fmt(t));
+    yTicks(ctx, box, yOf, [-big, 0, big]);
     const last = r.parts.length - 1;
-    for (const i of last ? [0, last] : [0]) text(ctx, String(i), box.x + (i + 0.5) * w, box.y + box.h + 13, {align: "center", font: SMALL});
-    text(ctx, "pair i (outlined, orange: drawn)", box.x + box.w / 2, box.y + box.h + 13, {align: "center", font: SMALL});
+    for (const i of last ? [0, last] : [0]) text(ctx, String(i), box.x + (i + 0.5) * w, box.y + box.h + 15, {align: "center", font: LABEL});
+    text(ctx, "pair i (outlined, orange: drawn)", box.x + box.w / 2, box.y + box.h + 32, {align: "center", font: LABEL});
     const order = r.parts.map((_, i) => i).sort((i, j) => Math.abs(r.parts[j]) - Math.abs(r.parts[i]));
     describe(parts.canvas, `each pair's part of q_m \u00b7 k_n (they add up to ${r.dot.toFixed(3)}): ` +
       `pair ${order[0]} contributes most (${r.parts[order[0]].toFixed(3)}); ` +

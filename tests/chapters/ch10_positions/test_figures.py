@@ -4,6 +4,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.colors  # noqa: E402
 import matplotlib.image  # noqa: E402
+import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -44,11 +45,28 @@ def test_sinusoids_left_panel_draws_chosen_coordinates_as_curves_and_the_cosines
         figures.plot_sinusoids(P, pairs=[4])
 
 
-def test_dot_grid_ticks_do_not_run_together_and_colours_span_the_data():
-    grid = np.arange(256.0).reshape(16, 16) - 200
-    im = figures.plot_dot_grid(grid)
-    assert [t.get_text() for t in im.axes.get_xticklabels()] == ["0", "5", "10", "15"]
-    assert im.get_clim() == (-200.0, 55.0)
+def test_dot_grid_outlines_one_diagonal_and_its_offset_panel_has_one_value_per_column():
+    q, k = np.array([1.0, -0.5, 0.3, 0.8]), np.array([0.2, 0.9, -0.4, 0.5])
+    grid = toy.dot_grid(q, k, 16)
+    im1, im2 = figures.plot_dot_grid(grid, offset=2)
+    np.testing.assert_array_equal(im1.get_array(), grid)
+    sheared = np.ma.filled(im2.get_array(), np.nan)                   # (16, 31): columns are offsets -15..15
+    assert sheared.shape == (16, 31)
+    for j in range(31):                                               # one value per offset
+        col = sheared[:, j][~np.isnan(sheared[:, j])]
+        assert len(col) == 16 - abs(j - 15)
+        np.testing.assert_allclose(col, rope_dots_by_offset(q, k, [j - 15])[0], atol=1e-12)
+    assert im1.get_clim() == im2.get_clim() == (grid.min(), grid.max())
+    outlined = {(round(p.get_y() + 0.5), round(p.get_x() + 0.5)) for p in im1.axes.patches}
+    assert sorted(outlined) == [(m, m + 2) for m in range(14)]
+    assert {(p.get_x() + 0.5, p.get_height()) for p in im2.axes.patches} == {(2 + 15, 14)}
+    assert [t.get_text() for t in im1.axes.get_xticklabels()] == ["0", "5", "10", "15"]
+    assert [t.get_text() for t in im2.axes.get_xticklabels()] == ["-15", "-10", "-5", "0", "5", "10", "15"]
+    assert plt.gcf().axes[-1].get_ylabel() == "$q_m \\cdot k_n$"            # the colour bar says what it shows
+    with pytest.raises(ValueError, match="offset"):
+        figures.plot_dot_grid(grid, offset=16)
+    with pytest.raises(ValueError, match="square"):
+        figures.by_offset(grid[:3])
 
 
 def test_head_panels_show_the_weights_on_0_to_1():
@@ -143,14 +161,3 @@ def test_angle_map_is_the_cosine_of_m_theta_i_on_a_diverging_map_with_a_labelled
     assert im.get_array()[1, 0] == pytest.approx(np.cos(1.0))   # pair 0 turns 1 radian per position
     assert im.get_clim() == (-1, 1) and im.get_cmap().name == "RdBu_r"   # symmetric, not cyclic
     assert "cos" in bar.ax.get_ylabel()
-
-
-def test_turning_without_the_start_drops_the_dashed_arrows_and_keeps_the_dot_product():
-    q, k = np.array([1.0, 0.0, 0.5, 0.5]), np.array([0.0, 1.0, 1.0, 0.0])
-    arts = figures.plot_turning(q, k, m=1, n=3, start=False)
-    assert not [a for a in arts if hasattr(a, "arrow_patch") and a.arrow_patch.get_linestyle() != "solid"]
-    want = np.cos(1) * -np.sin(3) + np.sin(1) * np.cos(3)
-    title = arts[-1].get_text()
-    assert f"{want:.3f}" in title and "m = 1, n = 3" in title
-    whole = apply_rope(q[None], [1])[0] @ apply_rope(k[None], [3])[0]   # both pairs
-    assert f"whole $q_m \\cdot k_n$ = {whole:.3f}" in title and f"{whole:.3f}" != f"{want:.3f}"

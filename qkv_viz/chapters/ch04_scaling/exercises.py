@@ -1,4 +1,4 @@
-"""Chapter 4 exercises: the gradient that reaches the keys, the backward pass through softmax; two numbers.
+"""Chapter 4 exercises: the gradient that reaches the keys, the Jacobian norm of many rows; two numbers.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never
 the answer. Code checkers run the reader's function on fresh random cases (a new
@@ -63,43 +63,44 @@ def check_key_grad(fn, seed=None) -> Feedback:
                                  "scored it, weighted by how much the loss cared about that score.")
 
 
-# ---------------------------------------------------------------- exercise 2: the backward pass through softmax
-def backward_cases(n: int = 5, seed=None) -> list:
-    """(w (S,), grad (S,)): a row of weights (soft, sharp, one-hot) and a gradient arriving at it."""
+# ---------------------------------------------------------------- exercise 2: ||J||_F of many rows, no S x S matrix
+def jacobian_norm_cases(n: int = 5, seed=None) -> list:
+    """(weights (T, S),): rows of weights (soft, sharp, near one-hot), T != S."""
     rng = np.random.default_rng(seed)
     cases = []
     for i in range(n):
-        S = int(rng.integers(2, 10))
+        T, S = (int(v) for v in rng.choice(np.arange(2, 12), size=2, replace=False))
         spread = (0.5, 2.0, 6.0, 0.1, 40.0)[i % 5]
-        cases.append((softmax(spread * rng.normal(size=S)), rng.normal(size=S)))
+        cases.append((softmax(spread * rng.normal(size=(T, S))),))
     return cases
 
 
-def _backward_reference(w, grad):
-    return softmax_jacobian(w) @ grad  # (S, S) @ (S,) -> (S,); J is symmetric, so J^T grad = J grad
+def _jacobian_norms_reference(weights):
+    return np.array([np.linalg.norm(softmax_jacobian(row)) for row in weights])  # (T,): one (S, S) J per row
 
 
-def _diagnose_backward(got, want, case):
-    w, grad = case
-    if np.allclose(got, want, atol=1e-8):
+def _diagnose_jacobian_norms(got, want, case):
+    (weights,) = case
+    if got.shape != want.shape:
+        if got.shape == ():
+            return (f"you returned one number; the answer has one per row of weights: shape {want.shape}. "
+                    "Sum over the keys (axis=-1), not over everything.")
+        if got.shape == weights.shape:
+            return (f"you returned one number per weight, {weights.shape}; the answer has one per row: "
+                    f"{want.shape}. Sum over the keys (axis=-1).")
         return None
-    if np.allclose(got, -want):
-        return "the sign is flipped: which of J's two terms, diag(w) or w w^T, carries the minus?"
-    if np.allclose(got, w * grad):
-        return "you have the diag(w) part of J only: what does the w w^T part do to grad?"
-    if np.allclose(got, grad - w @ grad):
-        return ("close, but a factor is missing: look at any entry of J, diagonal or not. "
-                "Which number multiplies all of row i?")
-    if not np.isclose(got.sum(), 0.0, atol=1e-8):
-        return ("your result does not sum to 0; it must (adding the same number to every score changes "
-                "no weight, so no loss can care about it).")
-    return None
+    if np.allclose(got, want ** 2):
+        return "these are the sums of squares: ||J||_F is their square root."
+    return ("square an entry w_i [i = j] - w_i w_j and add over i and j: you get three sums, each a sum over "
+            "one row of weights (powers 2 and 3 of w, and the square of a sum).")
 
 
-def check_softmax_backward(fn, seed=None) -> Feedback:
-    """Exercise 2: ``fn(w, grad) -> (S,)``, the gradient at the scores J^T grad, without building J."""
-    return check_function(fn, _backward_reference, backward_cases(seed=seed), name="your softmax_backward",
-                          diagnose=_diagnose_backward)
+def check_jacobian_norms(fn, seed=None) -> Feedback:
+    """Exercise 2: ``fn(weights) -> (T,)``, ||diag(w) - w w^T||_F of each row of weights (T, S)."""
+    return check_function(fn, _jacobian_norms_reference, jacobian_norm_cases(seed=seed),
+                          name="your jacobian_norms", diagnose=_diagnose_jacobian_norms, shape_hints=True,
+                          praise="Your jacobian_norms needs no S x S matrix: for S = 32 keys that is "
+                                 "32 numbers per row instead of 1,024.")
 
 
 # ---------------------------------------------------------------- exercises 3 and 4: numbers

@@ -13,11 +13,13 @@ def key_grad(q, k, grad_scores, scale):
     return factor * grad_scores.T @ q                            # (S, T) @ (T, d_k) -> (S, d_k)
 
 
-# 2. (J^T g)_j = sum_i g_i (w_i delta_ij - w_i w_j) = w_j g_j - w_j (w . g) = w_j (g_j - w . g).
-#    A one-hot row gives 0 whatever g is: nothing reaches the scores.
-def softmax_backward(w, grad):
-    """w (S,) weights, grad (S,) d loss / d weights -> (S,) d loss / d scores."""
-    return w * (grad - w @ grad)                                 # (S,) * ((S,) - ()) -> (S,)
+# 2. ||J||_F^2 = sum_ij (w_i [i = j] - w_i w_j)^2
+#              = sum_i w_i^2 - 2 sum_i w_i^3 + (sum_i w_i^2)^2   (the three terms of the square).
+def jacobian_norms(weights):
+    """weights (T, S), rows summing to 1 -> (T,) Frobenius norms of diag(w) - w w^T."""
+    sq = np.sum(weights ** 2, axis=-1)                           # (T, S) -> (T,)
+    cube = np.sum(weights ** 3, axis=-1)                         # (T, S) -> (T,)
+    return np.sqrt(sq - 2 * cube + sq ** 2)                      # (T,)
 
 
 # 3. Var(q . k) = d_k Var(q_i) Var(k_i) = 48 * 4 * 1 = 192, so the std is sqrt(192) ~ 13.86.

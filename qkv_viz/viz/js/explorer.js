@@ -9,6 +9,7 @@
 // step goes back to Python for computing.
 
 const QUERY_OUTLINE = "#FFFFFF", SCALED = "#0072B2", UNSCALED = "#D55E00";   // style.SCALED_COLOR, UNSCALED_COLOR
+const TICK = "13px sans-serif";   // tick numbers and small labels: >= 13 px, readable at the displayed size
 const POSITIVE = "#B2182B", NEGATIVE = "#2166AC";   // scores: the ends of style.SCORES_CMAP
 const METRIC_LABELS = {
   max_weight: "max weight (row mean)", effective_tokens: "effective number of keys (row mean)",
@@ -162,8 +163,8 @@ function render({model, el}) {
     } else drawHeatmap(ctx, numbers.weights, n, n, lut, HX, HY, HS, HS);
     const cell = HS / n;
     for (const t of cellTicks(n)) {
-      text(ctx, String(t), HX + (t + 0.5) * cell, HY + HS + 14, {align: "center", font: SMALL});
-      text(ctx, String(t), HX - 5, HY + (t + 0.5) * cell, {align: "right", base: "middle", font: SMALL});
+      text(ctx, String(t), HX + (t + 0.5) * cell, HY + HS + 14, {align: "center", font: TICK});
+      text(ctx, String(t), HX - 5, HY + (t + 0.5) * cell, {align: "right", base: "middle", font: TICK});
     }
     text(ctx, "keys (columns)", HX + HS / 2, HY + HS + 32, {align: "center"});
     text(ctx, "queries (rows)", 10, HY + HS / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
@@ -197,10 +198,10 @@ function render({model, el}) {
     yAxis(ctx, bottom, yOf2, [-big, 0, big], (t) => fmt(t, 2));
     text(ctx, "score", 10, bottom.y + bottom.h / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
     for (const t of cellTicks(n)) for (const box of [top, bottom]) {   // keys numbered from 0, never touching
-      text(ctx, String(t), box.x + (t + 0.5) * box.w / n, box.y + box.h + 12, {align: "center", font: SMALL});
+      text(ctx, String(t), box.x + (t + 0.5) * box.w / n, box.y + box.h + 12, {align: "center", font: TICK});
     }
-    text(ctx, "keys", top.x + top.w / 2, top.y + top.h + 26, {align: "center", font: SMALL});
-    text(ctx, "keys", bottom.x + bottom.w / 2, bottom.y + bottom.h + 26, {align: "center", font: SMALL});
+    text(ctx, "keys", top.x + top.w / 2, top.y + top.h + 26, {align: "center", font: TICK});
+    text(ctx, "keys", bottom.x + bottom.w / 2, bottom.y + bottom.h + 26, {align: "center", font: TICK});
     const r = numbers.row, top1 = w.indexOf(r.max_weight);
     describe(bars.canvas, `query ${s.query}'s weights over the ${n} keys at d_k = ${s.dk}, ${how}: max weight `
       + `${r.max_weight.toFixed(2)} on key ${top1}, ${r.effective_tokens.toFixed(1)} effective keys; its scores \u00d7 `
@@ -227,12 +228,12 @@ function render({model, el}) {
     const yOf = (v) => box.y + box.h * (hi - tf(v)) / (hi - lo);
     ctx.strokeStyle = "#444";
     ctx.strokeRect(box.x - 0.5, box.y - 0.5, box.w + 1, box.h + 1);
-    dks.forEach((d, t) => { if (t % 2 === 0) text(ctx, String(d), xOf(t), box.y + box.h + 14, {align: "center", font: SMALL}); });
+    dks.forEach((d, t) => { if (t % 2 === 0) text(ctx, String(d), xOf(t), box.y + box.h + 14, {align: "center", font: TICK}); });
     text(ctx, "d\u2096 (log scale)", box.x + box.w / 2, box.y + box.h + 32, {align: "center"});
     const ticks = [lo + pad, (lo + hi) / 2, hi - pad];
     for (const t of ticks) {
       const v = log ? Math.pow(10, t) : t;
-      text(ctx, fmt(v, 2), box.x - 6, yOf(v), {align: "right", base: "middle", font: SMALL});
+      text(ctx, fmt(v, 2), box.x - 6, yOf(v), {align: "right", base: "middle", font: TICK});
     }
     for (const [key, colour] of [["scaled", SCALED], ["unscaled", UNSCALED]]) {
       ctx.strokeStyle = colour;
@@ -256,7 +257,7 @@ function render({model, el}) {
       ctx.strokeStyle = colour; ctx.lineWidth = 2; ctx.setLineDash(dash);
       ctx.beginPath(); ctx.moveTo(x, height - 10); ctx.lineTo(x + 24, height - 10); ctx.stroke();
       ctx.setLineDash([]); ctx.lineWidth = 1;
-      text(ctx, label, x + 28, height - 6, {font: SMALL});
+      text(ctx, label, x + 28, height - 6, {font: TICK});
     };
     legend(10, "scaled", SCALED, []);
     legend(84, "not scaled", UNSCALED, [6, 3]);

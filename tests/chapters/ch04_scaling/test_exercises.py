@@ -3,12 +3,12 @@ and the typical mistakes get the precise message."""
 import numpy as np
 import pytest
 
-from qkv_viz import softmax_jacobian
+from qkv_viz import softmax, softmax_jacobian
 from qkv_viz.chapters.ch04_scaling import exercises as ch04
 from qkv_viz.chapters.ch04_scaling import solutions as sol
 
 
-SOLVED = {ch04.check_key_grad: sol.key_grad, ch04.check_softmax_backward: sol.softmax_backward,
+SOLVED = {ch04.check_key_grad: sol.key_grad, ch04.check_jacobian_norms: sol.jacobian_norms,
           ch04.check_new_width_std: sol.NEW_WIDTH_STD, ch04.check_row_grad_norm: sol.ROW_GRAD_NORM}
 
 
@@ -50,14 +50,13 @@ def test_key_grad_reference_is_the_chain_rule_by_finite_differences():
 
 
 @pytest.mark.parametrize("wrong, says", [
-    (lambda p, g: -sol.softmax_backward(p, g), "sign is flipped"),
-    (lambda w, g: w * g, "diag(w) part of J only"),
-    (lambda p, g: g - p @ g, "a factor is missing"),
-    (lambda p, g: p * (g - 0.9 * (p @ g)), "sum to 0"),
-    (lambda p, g: softmax_jacobian(p), "has shape"),
+    (lambda w: sol.jacobian_norms(w).sum(), "one number"),
+    (lambda w: w * 0.1, "one number per weight"),
+    (lambda w: sol.jacobian_norms(w) ** 2, "square root"),
+    (lambda w: np.sqrt(np.sum(w ** 2, axis=-1) - np.sum(w ** 3, axis=-1)), "three sums"),
 ])
-def test_backward_mistakes_are_named(wrong, says):
-    fb = ch04.check_softmax_backward(wrong, seed=2)
+def test_jacobian_norm_mistakes_are_named(wrong, says):
+    fb = ch04.check_jacobian_norms(wrong, seed=2)
     assert not fb.correct and not fb.pending
     assert says in fb.message, fb.message
 
@@ -65,22 +64,22 @@ def test_backward_mistakes_are_named(wrong, says):
 def test_code_checkers_use_fresh_cases_each_call():
     a, b = ch04.key_grad_cases(), ch04.key_grad_cases()
     assert not np.array_equal(a[0][0], b[0][0]) or a[0][0].shape != b[0][0].shape
-    seeded = ch04.backward_cases(seed=3), ch04.backward_cases(seed=3)
+    seeded = ch04.jacobian_norm_cases(seed=3), ch04.jacobian_norm_cases(seed=3)
     assert all(np.array_equal(x[0], y[0]) for x, y in zip(*seeded))
-    for p, _ in seeded[0]:
-        np.testing.assert_allclose(p.sum(), 1.0)
+    for (w,) in seeded[0]:
+        np.testing.assert_allclose(w.sum(axis=-1), 1.0)
+        assert w.shape[0] != w.shape[1]
     assert any(not case[3] for case in a) and any(case[3] for case in a)
     assert all(q.shape[0] != k.shape[0] for q, k, _, _ in a)
 
 
-def test_backward_reference_is_the_chain_rule():
-    """J^T g against finite differences of g . softmax(s) (so the checker's truth is true)."""
-    from qkv_viz import softmax
-    rng = np.random.default_rng(0)
-    s, g, eps = rng.normal(size=6), rng.normal(size=6), 1e-6
-    fd = np.array([(g @ softmax(s + eps * e) - g @ softmax(s - eps * e)) / (2 * eps) for e in np.eye(6)])
-    np.testing.assert_allclose(sol.softmax_backward(softmax(s), g), fd, atol=1e-8)
-    np.testing.assert_allclose(softmax_jacobian(softmax(s)), softmax_jacobian(softmax(s)).T)
+def test_jacobian_norms_reference_is_the_frobenius_norm_of_each_row():
+    """The checker's truth: one full (S, S) Jacobian per row, its Frobenius norm; the closed form agrees."""
+    w = softmax(np.random.default_rng(0).normal(size=(4, 6)) * 3)
+    want = [np.sqrt((softmax_jacobian(row) ** 2).sum()) for row in w]
+    np.testing.assert_allclose(ch04._jacobian_norms_reference(w), want)
+    np.testing.assert_allclose(sol.jacobian_norms(w), want)
+    np.testing.assert_allclose(sol.jacobian_norms(np.eye(3)), 0.0, atol=1e-12)   # one-hot rows: J = 0
 
 
 def test_new_width_std_matches_a_measurement():

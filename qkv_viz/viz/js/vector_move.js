@@ -22,13 +22,27 @@ function plane(lo, hi, box) {
   return {X, Y, inverse, lo, hi, box};
 }
 
+// The ticks of plane p: every `step` from lo to hi (1 for the query plane, 0.5 for the values).
+function tickValues(p) {
+  const step = p.hi - p.lo > 3 ? 1 : 0.5, out = [];
+  for (let v = Math.ceil(p.lo / step) * step; v <= p.hi + 1e-9; v += step) out.push(Math.round(v / step) * step);
+  return out;
+}
+
+// A light grid at the ticks, the two axes through 0 a little darker, the frame, and the tick labels
+// (12 px, left of and under the frame), so a reader can find a point such as (3, -3) by eye.
 function axes(ctx, p) {
-  ctx.strokeStyle = "#ddd";
+  const ticks = tickValues(p), fmt = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1)).replace("-", "\u2212");
   ctx.lineWidth = 1;
-  ctx.beginPath();
-  ctx.moveTo(p.X(p.lo), p.Y(0)); ctx.lineTo(p.X(p.hi), p.Y(0));
-  ctx.moveTo(p.X(0), p.Y(p.lo)); ctx.lineTo(p.X(0), p.Y(p.hi));
-  ctx.stroke();
+  for (const v of ticks) {
+    ctx.strokeStyle = v === 0 ? "#bbb" : "#eee";
+    ctx.beginPath();
+    ctx.moveTo(p.X(p.lo), Math.round(p.Y(v)) + 0.5); ctx.lineTo(p.X(p.hi), Math.round(p.Y(v)) + 0.5);
+    ctx.moveTo(Math.round(p.X(v)) + 0.5, p.Y(p.lo)); ctx.lineTo(Math.round(p.X(v)) + 0.5, p.Y(p.hi));
+    ctx.stroke();
+    text(ctx, fmt(v), p.box.x - 4, p.Y(v), {align: "right", base: "middle", colour: "#555"});
+    text(ctx, fmt(v), p.X(v), p.box.y + p.box.h + 4, {align: "center", base: "top", colour: "#555"});
+  }
   ctx.strokeStyle = "#444";
   ctx.strokeRect(p.box.x + 0.5, p.box.y + 0.5, p.box.w, p.box.h);
 }
@@ -159,8 +173,7 @@ function render({model, el}) {
       ctx.beginPath(); ctx.arc(vp.X(p[0]), vp.Y(p[1]), 3.5, 0, 2 * Math.PI);
       ctx.fillStyle = "#ffffff"; ctx.fill(); ctx.strokeStyle = colour; ctx.lineWidth = 2; ctx.stroke(); ctx.lineWidth = 1;
     }
-    drawArrow(ctx, vp, [0, 0], [r.output[0], r.output[1]], OUTPUT_COLOUR, 2, [7, 4]);
-    ctx.fillStyle = OUTPUT_COLOUR;
+    ctx.fillStyle = OUTPUT_COLOUR;   // the output: where the last piece ends
     ctx.beginPath(); ctx.arc(vp.X(r.output[0]), vp.Y(r.output[1]), 5, 0, 2 * Math.PI); ctx.fill();
     text(ctx, `output (${r.output[0].toFixed(2)}, ${r.output[1].toFixed(2)})`, vp.box.x + 6, vp.box.y + vp.box.h - 8,
          {font: BOLD, colour: OUTPUT_COLOUR});

@@ -27,24 +27,24 @@ def bank_row(W_q):
     return w[b], out[b]
 
 
-def check_water_query(guess, W_q_water) -> Feedback:
-    """``guess``: the word "bank" will read most; ``W_q_water`` (3, 3): the page's ``W_q`` with its
+def check_water_query(guess, W_q_no_money) -> Feedback:
+    """``guess``: the word "bank" will read most; ``W_q_no_money`` (3, 3): the page's ``W_q`` with its
     noun row asking for water and a noun, not for money. Says whether the matrix is that, then what "bank" reads."""
-    if guess is None or W_q_water is None:
+    if guess is None or W_q_no_money is None:
         return no_answer()
     if not isinstance(guess, str) or guess.strip().strip('"\'').lower() not in RATES:
         return Feedback(False, f"guess should be one of the sentence's words {list(RATES)} as a string, "
                                f"got {guess!r}.")
     guess = guess.strip().strip('"\'').lower()
     try:
-        W = as_array(W_q_water)[0].astype(float)
+        W = as_array(W_q_no_money)[0].astype(float)
     except Exception as exc:  # noqa: BLE001
-        return Feedback(False, f"W_q_water should be an array of numbers: {exc}")
+        return Feedback(False, f"W_q_no_money should be an array of numbers: {exc}")
     if W.shape != (3, 3):
-        return Feedback(False, f"W_q_water must have the shape of W_q, (3, 3): one row per feature "
+        return Feedback(False, f"W_q_no_money must have the shape of W_q, (3, 3): one row per feature "
                                f"(water, money, noun), one column per query coordinate; got {W.shape}.")
     if not np.all(np.isfinite(W)):
-        return Feedback(False, "W_q_water contains NaN or inf.")
+        return Feedback(False, "W_q_no_money contains NaN or inf.")
     if np.any(W[[WATER, MONEY]] != 0):
         return Feedback(False, "Change only the last row (the noun's): the water and money rows of W_q are 0, "
                                "and stay 0.")

@@ -8,7 +8,7 @@ import numpy as np
 # best and it reads itself most (0.43). Softmax spends the rest on the others, most on "rates"
 # (0.21, the other noun), and "raised" and "rates" hand over money, so "bank" still gathers more
 # money (0.40) than water (0.13).
-W_Q_WATER = np.array([[0, 0, 0], [0, 0, 0], [2, 0, 1]])
+W_Q_NO_MONEY = np.array([[0, 0, 0], [0, 0, 0], [2, 0, 1]])
 GUESS = "bank"
 
 

@@ -8,10 +8,10 @@ from qkv_viz.chapters.ch00_start import solutions as sol
 
 
 def test_the_solution_passes_and_the_placeholder_waits():
-    fb = ch00.check_water_query(sol.GUESS, sol.W_Q_WATER)
+    fb = ch00.check_water_query(sol.GUESS, sol.W_Q_NO_MONEY)
     assert fb.correct, fb.message
     for pending in (ch00.check_water_query(None, None), ch00.check_water_query("bank", None),
-                    ch00.check_water_query(None, sol.W_Q_WATER)):
+                    ch00.check_water_query(None, sol.W_Q_NO_MONEY)):
         assert pending.pending and not pending.correct
 
 
@@ -31,17 +31,17 @@ def test_each_wrong_matrix_is_named(W, words):
 
 def test_a_wrong_guess_with_a_right_matrix_points_to_the_water_column_without_the_answer():
     for wrong in ("rates", "the", "raised"):
-        fb = ch00.check_water_query(wrong, sol.W_Q_WATER)
+        fb = ch00.check_water_query(wrong, sol.W_Q_NO_MONEY)
         assert not fb and "is not" in fb.message and "water column" in fb.message, fb.message
         assert sol.GUESS not in fb.message.replace('"bank" asks', "")  # the answer is not printed
         assert "0." not in fb.message  # nor any weight
-    assert not ch00.check_water_query("river", sol.W_Q_WATER)  # not a word of the sentence
-    assert "one of the sentence's words" in ch00.check_water_query("river", sol.W_Q_WATER).message
+    assert not ch00.check_water_query("river", sol.W_Q_NO_MONEY)  # not a word of the sentence
+    assert "one of the sentence's words" in ch00.check_water_query("river", sol.W_Q_NO_MONEY).message
 
 
 def test_what_happened():
     """bank reads itself most, "rates" (the other noun) next; it still gathers more money than water."""
-    w, out = ch00.bank_row(sol.W_Q_WATER)
+    w, out = ch00.bank_row(sol.W_Q_NO_MONEY)
     b = ch00.RATES.index("bank")
     assert w.argmax() == b
     assert ch00.RATES[int(np.argsort(w)[-2])] == "rates"
@@ -50,8 +50,8 @@ def test_what_happened():
 
 
 def test_a_guess_is_read_whatever_its_case_and_quotes():
-    assert ch00.check_water_query(" Bank ", sol.W_Q_WATER)
-    assert ch00.check_water_query('"bank"', sol.W_Q_WATER)
+    assert ch00.check_water_query(" Bank ", sol.W_Q_NO_MONEY)
+    assert ch00.check_water_query('"bank"', sol.W_Q_NO_MONEY)
 
 
 def test_attend_the_solution_passes_and_the_placeholder_waits():

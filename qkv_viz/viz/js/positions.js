@@ -77,7 +77,7 @@ function render({model, el}) {
   const table = h("table", {class: "qkv-readouts qkv-rope-readouts", "aria-live": "polite"});
   const cells = Array.from({length: 5}, () => [h("th", {scope: "row"}), h("td")]);   // updated in place
   table.append(...cells.map((c) => h("tr", {}, c)));
-  const plane = makeCanvas("qkv-rope-plane", 300, 340);
+  const plane = makeCanvas("qkv-rope-plane", 300, 360);
   const curve = makeCanvas("qkv-rope-curve", 440, 240);
   const parts = makeCanvas("qkv-rope-parts", 440, 150);
   const labelledOut = (text, control, output) => h("label", {class: "qkv-control"}, [h("span", {text}), control, output]);
@@ -106,7 +106,7 @@ function render({model, el}) {
   }
 
   function drawPlane(r) {                 // labels in darker q / k hues: >= 4.5:1 on white
-    const {ctx, width, height} = plane, cx = width / 2, cy = height / 2 + 22;
+    const {ctx, width, height} = plane, cx = width / 2, cy = height / 2 + 30;
     ctx.clearRect(0, 0, width, height);
     const a = 2 * s.pair, b = a + 1;
     const radius = Math.max(Math.hypot(q[a], q[b]), Math.hypot(k[a], k[b]), 1e-12);
@@ -121,18 +121,23 @@ function render({model, el}) {
     const qm = [r.qm[a], r.qm[b]], kn = [r.kn[a], r.kn[b]];
     arrow(ctx, cx, cy, cx + qm[0] * px, cy - qm[1] * px, "#D55E00", 2.5, false);
     arrow(ctx, cx, cy, cx + kn[0] * px, cy - kn[1] * px, "#0072B2", 2.5, false);
-    const beyond = (v) => 1 + 18 / Math.max(Math.hypot(...v) * px, 1e-12);   // a label 18 px past its arrowhead
-    text(ctx, `q at ${s.m}`, cx + qm[0] * px * beyond(qm), cy - qm[1] * px * beyond(qm), {colour: "#A04000", font: LABEL_BOLD, align: "center", base: "middle"});
-    text(ctx, `k at ${s.n}`, cx + kn[0] * px * beyond(kn), cy - kn[1] * px * beyond(kn), {colour: "#005A8C", font: LABEL_BOLD, align: "center", base: "middle"});
     const aq = Math.atan2(qm[1], qm[0]), ak = Math.atan2(kn[1], kn[0]);
     let between = (ak - aq) * 180 / Math.PI;            // from q to k, wrapped to -180..180
     between = ((between % 360) + 540) % 360 - 180;
+    // labels 20 px past the arrowheads, along the arrows, pushed apart when the arrows are close
+    const spread = Math.max(0, (0.9 - Math.abs(between) * Math.PI / 180) / 2) * (between >= 0 ? 1 : -1);
+    const label = (str, v, angle, colour) => {
+      const dist = Math.hypot(...v) * px + 20;
+      text(ctx, str, cx + dist * Math.cos(angle), cy - dist * Math.sin(angle), {colour, font: LABEL_BOLD, align: "center", base: "middle"});
+    };
+    label(`q at ${s.m}`, qm, aq - spread, "#A04000");
+    label(`k at ${s.n}`, kn, ak + spread, "#005A8C");
     ctx.strokeStyle = "#444"; ctx.lineWidth = 1;        // the screen's y points down: angles flip
     ctx.beginPath(); ctx.arc(cx, cy, 28, -aq, -aq - between * Math.PI / 180, between > 0); ctx.stroke();
     text(ctx, `pair ${s.pair} (coordinates ${a}, ${b})`, 6, 16, {font: LABEL_BOLD});
     text(ctx, `\u03b8 = ${fmt(r.theta[s.pair])} rad per position`, 6, 34, {font: LABEL});
     text(ctx, `angle from q to k: ${between.toFixed(1)}\u00b0`, 6, 52, {font: LABEL});
-    text(ctx, "dashed: both at position 0", 6, height - 8, {font: LABEL, colour: "#555"});
+    text(ctx, "dashed: both at position 0", 6, 70, {font: LABEL, colour: "#555"});
     r.angle = between;
     describe(plane.canvas, `pair ${s.pair} (coordinates ${a}, ${b}) of q at position ${s.m} and k at position ${s.n}, ` +
       `each turned by its position \u00d7 \u03b8 = ${fmt(r.theta[s.pair])} rad: the angle from q to k is ` +

@@ -30,10 +30,11 @@ function render({model, el}) {
   }
 
   function draw() {
-    // at most 4 panels a row; 3 when there are many tokens, so their 11 px labels do not touch
+    // at most 4 panels a row; 3 when there are many tokens, so their labels do not touch
     const {tokens, T, H, weights} = data, cols = Math.min(T > 12 ? 3 : 4, H), rows = Math.ceil(H / cols);
     const left = 84, gap = 14, panel = Math.floor((840 - left - 60 - gap * (cols - 1)) / cols);
     const titleH = 20, bottom = 80, cell = panel / T;
+    const label = cell >= 13 ? "12px sans-serif" : SMALL;   // token labels: 12 px where rows leave room
     const c = makeCanvas("qkv-head-grid", left + cols * (panel + gap) + 60, rows * (panel + titleH + gap) + bottom);
     const {ctx} = c;
     const eff = [];
@@ -47,9 +48,9 @@ function render({model, el}) {
       drawHeatmap(ctx, block, T, T, lut, x, y, panel, panel);
       const lastRow = Math.floor(hd / cols) === rows - 1 || hd + cols >= H;
       if (hd % cols === 0)
-        tokens.forEach((t, i) => text(ctx, t, x - 4, y + (i + 0.5) * cell, {align: "right", base: "middle", font: SMALL}));
+        tokens.forEach((t, i) => text(ctx, t, x - 4, y + (i + 0.5) * cell, {align: "right", base: "middle", font: label}));
       if (lastRow)
-        tokens.forEach((t, j) => text(ctx, t, x + (j + 0.5) * cell, y + panel + 5, {align: "right", base: "middle", font: SMALL, angle: -Math.PI / 2}));
+        tokens.forEach((t, j) => text(ctx, t, x + (j + 0.5) * cell, y + panel + 5, {align: "right", base: "middle", font: label, angle: -Math.PI / 2}));
     }
     const gridH = rows * (panel + titleH + gap) - gap;
     text(ctx, "queries (rows)", 10, gridH / 2, {align: "center", base: "middle", angle: -Math.PI / 2});

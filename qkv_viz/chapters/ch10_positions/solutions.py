@@ -31,7 +31,6 @@ def relative_dot(q, k, offset, base=10000.0):
 # lengths before and after under both pairings: only the pairing that was used keeps them all.
 def which_pairing(x, rotated):
     """x, rotated (T, d_k) -> "adjacent" or "half" (no base or positions needed)."""
-    h = x.shape[1] // 2
     adjacent = np.allclose(np.hypot(x[:, 0::2], x[:, 1::2]), np.hypot(rotated[:, 0::2], rotated[:, 1::2]))
     return "adjacent" if adjacent else "half"
 

@@ -41,36 +41,6 @@ def variance_figure(d_ks, var_unscaled, var_scaled):
     return fig
 
 
-def softmax_sharpness_figure(c, sat, S: int):
-    """What does softmax do to a row as the spread c of its scores grows? Two panels.
-
-    The right panel marks the peak of the mean ||J||_F and the spread 1 that the factor gives.
-    """
-    c = np.asarray(c, dtype=float)
-    fig, (a, b) = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.36), constrained_layout=True)
-    a.plot(c, sat["max_weight"], "-", color=style.SERIES[0], label="max weight")
-    a.plot(c, sat["effective_tokens"] / S, "--", color=style.SERIES[1], label=f"$e^H$ (effective keys) / {S}")
-    a.axhline(1 / S, color="gray", lw=0.8, ls=":", label=f"lowest possible: 1/{S}")
-    a.set_ylim(0, 1.05)
-    a.set_title("how sharp is the row?")
-    a.legend(loc="center left")
-    b.plot(c, sat["grad_norm"], "-", color=style.SERIES[5])
-    b.set_title(r"how much does it respond? $\|\mathrm{diag}(w) - ww^\top\|_F$")
-    b.set_ylabel("Frobenius norm (row mean)")
-    peak = int(np.argmax(sat["grad_norm"]))
-    b.plot([c[peak]], [sat["grad_norm"][peak]], "o", color=style.SERIES[5], ms=6)
-    b.annotate(f"peak {sat['grad_norm'][peak]:.2f} at spread {c[peak]:.2g}", (c[peak], sat["grad_norm"][peak]),
-               xytext=(0.03, 0.45), textcoords="axes fraction", arrowprops=dict(arrowstyle="->", lw=0.8))
-    for ax in (a, b):
-        ax.axvline(1.0, color="gray", lw=0.8, ls=":")
-        ax.set_xscale("log")
-        ax.set_xlabel(f"spread c of the scores (std), rows of {S} keys")
-        ax.minorticks_off()
-    b.text(1.08, 0.02, r"spread 1: $q\cdot k/\sqrt{d_k}$", transform=b.get_xaxis_transform(), fontsize=10,
-           color="dimgray")
-    return fig
-
-
 def diagnostics_figure(on: dict, off: dict):
     """Against d_k, with and without the factor: score spread, max weight, Jacobian norm (three panels)."""
     keys = (("score_std", "score spread (row std)", "std of a row's scores"),
@@ -161,45 +131,4 @@ def two_key_figure(gap_max: float = 8.0, ax=None):
     ax.set_ylim(0, 1.05)
     ax.legend(loc="center right")
     ax.set_title("two keys: flat at both ends")
-    return lines
-
-
-def temperature_sweep(scores, marks=(), names=None, axes=None, taus=None):
-    """One row of scores (S,) through softmax(scores / tau) as tau sweeps 0.1..100 (log axis).
-
-    Top: each key's weight; bottom: the row's ||diag(w) - w w^T||_F, on the same tau axis, so
-    the weights going one-hot and the Jacobian dying are seen together. ``marks``: taus drawn
-    as dotted vertical lines (e.g. the ones the page printed); ``names``: one label per key
-    (default "key j: dot product s_j"). ``axes``: two axes (top, bottom). Returns the lines.
-    """
-    scores = np.asarray(scores, dtype=float)
-    if scores.ndim != 1 or scores.size < 2:
-        raise ValueError(f"scores must be one row (S,) with S >= 2, got shape {scores.shape}")
-    S = scores.size
-    names = [f"key {j}: dot product {s:g}" for j, s in enumerate(scores)] if names is None else list(names)
-    if len(names) != S:
-        raise ValueError(f"names must give one label per key ({S}), got {len(names)}")
-    taus = np.logspace(-1, 2, 301) if taus is None else np.asarray(taus, dtype=float)  # (n,)
-    z = scores[None, :] / taus[:, None]                              # (n, S): the row at each temperature
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    w = e / e.sum(axis=1, keepdims=True)                             # (n, S) weights
-    J = w[:, :, None] * np.eye(S) - w[:, :, None] * w[:, None, :]    # (n, S, S): diag(w) - w w^T
-    J_norm = np.sqrt((J ** 2).sum(axis=(1, 2)))                      # (n,)
-    if axes is None:
-        _, axes = plt.subplots(2, 1, sharex=True, figsize=style.figsize(0.75, 0.55), constrained_layout=True,
-                               height_ratios=(1.3, 1))
-    top, bottom = axes
-    lines = [top.plot(taus, w[:, j], color=style.SERIES[j % len(style.SERIES)], label=names[j])[0]
-             for j in range(S)]
-    lines += bottom.plot(taus, J_norm, color=style.SERIES[5], label=r"$\|\mathrm{diag}(w) - ww^\top\|_F$")
-    for tau in marks:
-        for ax in (top, bottom):
-            ax.axvline(tau, color="gray", lw=0.8, ls=":")
-        top.annotate(rf"$\tau$ = {tau:.3g}", (tau, 1.02), xycoords=("data", "axes fraction"), ha="center",
-                     va="bottom", fontsize=style.MIN_FONT_PT, color="dimgray")
-    top.set(xscale="log", ylim=(0, 1.02), ylabel="weight")
-    top.legend(loc="center left", fontsize=style.MIN_FONT_PT)
-    bottom.set(ylim=(0, 1.15 * J_norm.max()), ylabel=r"$\|J\|_F$", xlabel=r"temperature $\tau$ (log scale)")
-    bottom.text(0.02, 0.06, "one-hot row: J is 0", transform=bottom.transAxes, va="bottom",
-                fontsize=style.MIN_FONT_PT, color="dimgray")
     return lines

@@ -3,7 +3,6 @@
 The chapter's page computes its numbers in numpy; these are the package's
 versions of the same measurements, on seeded random vectors (numpy only), for
 the pictures and for the tests that keep the page's claims true:
-- ``softmax_vs_logit_scale``: softmax rows as the scores are multiplied up;
 - ``diagnostics_vs_dk``: sharpness and gradient of attention rows against d_k;
 - ``weights_at_dk``: one small (T, S) example for the pictures.
 """
@@ -11,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.core.validate import as_array, as_rng, positive_int
+from qkv_viz.core.validate import as_rng, positive_int
 from qkv_viz.core.attention import attention_scores, resolve_scale
 from qkv_viz.core.diagnostics import summarize
 from qkv_viz.core.softmax import softmax
@@ -32,23 +31,6 @@ def random_qk(d_k: int, T: int, S: int, seed=0):
     rng = as_rng(seed)
     d_k, T, S = positive_int("d_k", d_k), positive_int("T", T), positive_int("S", S)
     return rng.normal(size=(T, d_k)), rng.normal(size=(S, d_k))
-
-
-def softmax_vs_logit_scale(multipliers, S: int = 8, n_rows: int = 256, seed=0) -> dict:
-    """Softmax of ``c * z`` for unit-variance logits z (n_rows, S), for each c.
-
-    c is the logits' standard deviation. Returns dict c (M,) and the row
-    means of max_weight, entropy, effective_tokens, grad_norm, each (M,).
-    """
-    c = as_array("multipliers", multipliers, ndim=1)
-    if np.any(c < 0):
-        raise ValueError(f"multipliers must be >= 0, got {c.tolist()}")
-    z = as_rng(seed).normal(size=(positive_int("n_rows", n_rows), positive_int("S", S)))
-    rows = [summarize(ci * z, softmax(ci * z)) for ci in c]
-    out = {key: np.array([r[key] for r in rows])
-           for key in ("max_weight", "entropy", "effective_tokens", "grad_norm")}
-    out["c"] = c
-    return out
 
 
 def weights_at_dk(d_k: int, T: int = 8, S: int = 8, seed=0, scale=True):

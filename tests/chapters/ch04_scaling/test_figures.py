@@ -43,10 +43,6 @@ def test_small_multiples_share_one_weights_colour_bar():
 
 
 def test_curve_figures_plot_given_values():
-    c = np.array([0.1, 1.0, 10.0])
-    sat = scaling.softmax_vs_logit_scale(c, S=8, n_rows=16, seed=0)
-    fig = figures.softmax_sharpness_figure(c, sat, S=8)
-    np.testing.assert_array_equal(fig.axes[1].lines[0].get_ydata(), sat["grad_norm"])
     on = scaling.diagnostics_vs_dk([1, 8, 64], T=8, S=8, scale=True)
     off = scaling.diagnostics_vs_dk([1, 8, 64], T=8, S=8, scale=False)
     fig = figures.diagnostics_figure(on, off)
@@ -60,8 +56,6 @@ def test_curve_figures_plot_given_values():
                                                           "unscaled, median row"]
     assert all(ax.get_legend() is None for ax in fig.axes)
     assert min(t.get_fontsize() for t in legend.get_texts()) >= 9   # legible at the column
-    sharp = figures.softmax_sharpness_figure(c, sat, S=8)
-    assert "$e^H$ (effective keys) / 8" in [t.get_text() for t in sharp.axes[0].get_legend().get_texts()]
     assert all(f.get_size_inches()[0] <= style.COLUMN_WIDTH for f in map(plt.figure, plt.get_fignums()))
 
 
@@ -95,27 +89,3 @@ def test_two_key_figure_is_sigmoid_and_its_slope():
     assert slope.get_ydata().max() == pytest.approx(0.25, abs=1e-3)
     with pytest.raises(ValueError, match="gap_max"):
         two_key_figure(gap_max=0)
-
-
-def test_temperature_sweep_draws_softmax_and_its_jacobian_on_one_tau_axis():
-    from qkv_viz import softmax
-    toy = np.array([2.0, 5.0, 1.0])
-    lines = figures.temperature_sweep(toy, marks=[np.sqrt(2), 0.1])
-    assert len(lines) == 4                                        # 3 keys' weights, then ||J||_F
-    taus = lines[0].get_xdata()
-    assert taus[0] == pytest.approx(0.1) and taus[-1] == pytest.approx(100)
-    for i in (0, 150, 300):
-        w = softmax(toy / taus[i])
-        assert np.allclose([ln.get_ydata()[i] for ln in lines[:3]], w)
-        J = np.diag(w) - np.outer(w, w)
-        assert lines[3].get_ydata()[i] == pytest.approx(np.linalg.norm(J))
-    assert lines[3].get_ydata()[0] < 1e-6 < lines[3].get_ydata()[-1]   # one-hot at tau = 0.1: J is 0
-    top = lines[0].axes
-    assert [t.get_text() for t in top.get_legend().get_texts()][1] == "key 1: dot product 5"
-    assert {t.get_text() for t in top.texts} == {r"$\tau$ = 1.41", r"$\tau$ = 0.1"}
-    assert lines[0].axes.get_xscale() == "log" and lines[3].axes is not top
-    with pytest.raises(ValueError, match="scores"):
-        figures.temperature_sweep(np.ones((2, 3)))
-    with pytest.raises(ValueError, match="names"):
-        figures.temperature_sweep(toy, names=["a"])
-    plt.close("all")

@@ -62,5 +62,5 @@ def plot_trained_vs_random(trained, random, tokens, titles_trained, titles_rando
                        titles=list(titles_trained) + list(titles_random))
     for im in images:  # one label size on both axes (the grid sizes each axis by its own pitch)
         for label in im.axes.get_xticklabels() + im.axes.get_yticklabels():
-            label.set_fontsize(style.MIN_FONT_PT)
+            label.set_fontsize(style.ANNOTATION_PT)
     return images

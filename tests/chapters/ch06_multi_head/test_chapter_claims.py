@@ -79,20 +79,23 @@ def test_pages_multi_head_with_d_v_different_from_d_k():
 
 
 def test_the_toy_one_head_averages_two_heads_keep_both():
-    """The page's hand-built toy: one head's row splits and the colours cancel; two heads fetch one each."""
-    X = np.array([[1., 0, 0, 1], [0., 0, 1, 0], [0., 1, 0, -1]])
+    """The page's hand-built toy (features animal, place, verb, colour, who, where): one head's row
+    splits and the colours cancel; two heads fetch one each, into the "who" and "where" slots."""
+    X = np.array([[1., 0, 0, 1, 0, 0], [0., 0, 1, 0, 0, 0], [0., 1, 0, -1, 0, 0]])
     z = np.zeros
-    one = qv.MultiHeadParams(np.array([[0], [0], [5.], [0]]), np.array([[1.], [1], [0], [0]]),
-                             np.array([[0.], [0], [0], [1]]), np.array([[0., 0, 0, 1]]), z(1), z(1), z(1), z(4))
-    two = qv.MultiHeadParams(np.array([[0, 0], [0, 0], [5., 5], [0, 0]]), np.array([[1., 0], [0, 1], [0, 0], [0, 0]]),
-                             np.array([[0., 0], [0, 0], [0, 0], [1, 1]]), np.array([[1., 0, 0, 0], [0, 1, 0, 0]]),
-                             z(2), z(2), z(2), z(4))
+    W_q = z((6, 2)); W_q[2] = 5
+    W_k = z((6, 2)); W_k[0, 0] = W_k[1, 1] = 1
+    W_v = z((6, 2)); W_v[3] = 1
+    W_o = z((2, 6)); W_o[0, 4] = W_o[1, 5] = 1
+    one = qv.MultiHeadParams(W_q, W_k, W_v, W_o, z(2), z(2), z(2), z(6))
+    two = qv.MultiHeadParams(W_q, W_k, W_v, W_o, z(2), z(2), z(2), z(6))
     out1, w1 = page_multi_head(X, one, 1)
     out2, w2 = page_multi_head(X, two, 2)
     assert w1[0, 1, 0] == pytest.approx(w1[0, 1, 2]) and w1[0, 1, 0] > 0.45
-    assert abs(out1[1, 3]) < 1e-12  # red and blue cancel
+    assert np.abs(out1[1]).max() < 1e-12  # red and blue cancel, in every slot
     assert w2[0, 1, 0] > 0.95 and w2[1, 1, 2] > 0.95
-    assert out2[1, 0] > 0.95 and out2[1, 1] < -0.95
+    assert out2[1, 4] > 0.95 and out2[1, 5] < -0.95  # who: red (+1), where: blue (-1)
+    assert np.abs(out2[1, :4]).max() < 1e-12 and np.abs(out2[[0, 2]]).max() < 1e-12  # nothing else written
 
 
 def test_torch_packs_in_proj_only_when_kdim_and_vdim_equal_embed_dim():

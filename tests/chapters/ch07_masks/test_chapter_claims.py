@@ -165,3 +165,14 @@ def test_a_head_that_reads_the_next_word_holds_its_target_unless_masked():
     assert leaked[t, t + 1].min() > 0.99                  # the answer is in the output
     assert np.all(masked[t, t + 1] == 0)                  # exactly none of it with the mask
     assert np.all(masked[np.triu_indices(4, 1)] == 0)     # nor of any later word
+
+
+def test_a_mask_with_a_head_axis_of_1_masks_every_head_alike():
+    """The multi-head cell: a (B, 1, T, T) mask over (B, H, T, T) scores = each head under the (B, T, T) mask."""
+    rng = np.random.default_rng(1)
+    scores = rng.normal(size=(2, 3, 4, 4))                                   # (B, H, T, T)
+    mask = causal_mask(4) & (np.arange(4) < np.array([4, 2])[:, None])[:, None, :]   # (B, T, T)
+    weights = masked_softmax(scores, mask[:, None])
+    for h in range(3):
+        np.testing.assert_allclose(weights[:, h], masked_softmax(scores[:, h], mask))
+    assert np.all(weights[np.broadcast_to(~mask[:, None], weights.shape)] == 0)

@@ -44,11 +44,11 @@ def page_multi_head(X, p, n_heads):
     K = (X @ p.W_k + p.b_k).reshape(T, n_heads, d_k).transpose(1, 0, 2)
     V = (X @ p.W_v + p.b_v).reshape(T, n_heads, d_v).transpose(1, 0, 2)
     scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_k)
-    maps = np.exp(scores - scores.max(-1, keepdims=True))
-    maps /= maps.sum(-1, keepdims=True)
-    heads = maps @ V
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    heads = weights @ V
     concat = heads.transpose(1, 0, 2).reshape(T, n_heads * d_v)
-    return concat @ p.W_o + p.b_o, maps
+    return concat @ p.W_o + p.b_o, weights
 
 
 def test_pages_multi_head_equals_the_head_loop_and_the_package(page):

@@ -65,7 +65,7 @@ def plot_projection_shapes(config: AttentionConfig, T: int, ax=None, head: int |
             artists.append(_block(ax, x + h * c.d_k, 0, c.d_k, rows, colors[h], alpha[h]))
             if name == "W_q":
                 ax.text(x + (h + 0.5) * c.d_k, -0.5 * c.d_k, str(h), ha="center", va="center",
-                        fontsize=style.MIN_FONT_PT, color="black" if alpha[h] == 1 else "0.5")
+                        fontsize=style.ANNOTATION_PT, color="black" if alpha[h] == 1 else "0.5")
         label(x + c.d_head_total / 2, f"{name} ({rows} x {c.d_head_total})")
         x += c.d_head_total
         if name == "W_q":
@@ -84,7 +84,7 @@ def plot_projection_shapes(config: AttentionConfig, T: int, ax=None, head: int |
     ax.text(x + width, (c.n_heads - 1) * step * 0.6 + label_y, f"(H, T, d_k) = ({c.n_heads}, {T}, {c.d_k})",
             ha="right", va="bottom", fontsize=style.FONT_PT)
     ax.text(x - gap / 2, -T - 0.04 * c.d_model, "reshape +\ntranspose", ha="center", va="top",  # below the cards
-            fontsize=style.MIN_FONT_PT)
+            fontsize=style.ANNOTATION_PT)
     x += width
     top = max(label_y + 0.12 * c.d_model, (c.n_heads - 1) * step * 0.6 + 0.2 * c.d_model)
     ax.set(xlim=(-10, x + 10), ylim=(-1.03 * max(T, c.d_model), top), aspect="equal")

@@ -29,13 +29,13 @@ def page():
     inputs = trace.hidden_states[:L]
     trained_scores = np.stack([head_scores(x, model.layers[l].attn, H) for l, x in enumerate(inputs)])
     random_scores = np.stack([head_scores(x, init_multihead_params(config, seed=l), H) for l, x in enumerate(inputs)])
-    best = lambda w, p: np.unravel_index(share(w, p).argmax(), (L, H))  # noqa: E731
+    random_spread = random_scores.std(-1).mean(-1)
     picked = []
     for p in PATTERNS:
-        l, h = best(trace.weights, p)
-        spread = score_std(trained_scores[l, h]).mean()
-        random_w = softmax(random_scores * (spread / score_std(random_scores).mean(-1))[..., None, None])
-        rl, rh = best(random_w, p)
+        l, h = np.unravel_index(share(trace.weights, p).argmax(), (L, H))
+        spread = trained_scores[l, h].std(-1).mean()
+        random_w = softmax(random_scores * (spread / random_spread)[..., None, None])
+        rl, rh = np.unravel_index(share(random_w, p).argmax(), (L, H))
         picked.append((p, (l, h), (rl, rh), trace.weights[l, h], random_w[rl, rh], random_w, spread))
     return trace, model, trained_scores, random_scores, picked
 
@@ -43,6 +43,12 @@ def page():
 def test_head_scores_give_the_models_weights(page):
     trace, _, trained_scores, _, _ = page
     np.testing.assert_allclose(softmax(trained_scores), trace.weights, atol=1e-6)
+
+
+def test_the_pages_previous_token_diagonal_is_share(page):
+    trace = page[0]
+    prev = np.diagonal(trace.weights, offset=-1, axis1=-2, axis2=-1).mean(-1)
+    np.testing.assert_array_equal(prev, share(trace.weights, "previous token"))
 
 
 def test_share_counts_only_the_queries_that_have_such_a_key():
@@ -86,6 +92,10 @@ def test_the_pages_reading(page):
     top = trace.weights[0][:, q, :].argmax(-1)
     assert trace.weights[0][:, q, :].max() > 0.99 and trace.tokens[top[trace.weights[0][:, q, :].max(-1).argmax()]] == "cat"
     assert (top == 0).sum() > len(top) / 2
+    # ... and those [CLS] heads still give a real part of the row to the sentence's own tokens
+    row = trace.weights[0][:, q, :]
+    on_sentence = 1 - row[:, 0] - row[:, -1]
+    assert on_sentence[top == 0].min() > 0.1
 
 
 def test_figure_has_one_shared_colour_bar(page):

@@ -159,3 +159,40 @@ def test_changing_the_last_word_moves_no_earlier_output_only_under_the_causal_ma
         assert (moved[:-1].max() > 0.1) == earlier_moves and moved[-1] > 0.1
         if not earlier_moves:
             assert moved[:-1].max() == 0.0
+
+
+def test_tying_k_and_v_trades_matching_against_content():
+    """Section 2: no blend of the label and content projections, used for both K and V, does
+    both jobs; separate W_k, W_v do both exactly."""
+    content = np.random.default_rng(0).normal(size=(3, 2))
+    x = np.hstack([np.eye(3), content])
+    x_query = np.hstack([np.eye(3), np.zeros((3, 2))])
+    angles = 2 * np.pi * np.arange(3) / 3
+    W_label = np.vstack([4 * np.c_[np.cos(angles), np.sin(angles)], np.zeros((2, 2))])
+    W_content = np.vstack([np.zeros((3, 2)), np.eye(2)])
+
+    def match_and_error(W_k, W_v):
+        w = softmax((x_query @ W_label) @ (x @ W_k).T / np.sqrt(2))
+        return np.diag(w).mean(), np.linalg.norm(w @ (x @ W_v) - content, axis=1).mean()
+
+    match, error = match_and_error(W_label, W_content)
+    assert match > 0.999 and error < 1e-5
+    tied = np.array([match_and_error(W, W) for W in ((1 - t) * W_label + t * W_content
+                                                     for t in np.linspace(0, 1, 101))])
+    assert tied[:, 1].min() > 0.5                          # the content is never right
+    assert tied[0, 0] > 0.999 and tied[0, 1] > 4           # t = 0: the label comes back
+    assert tied[-1, 0] < 0.3                               # t = 1: the queries cannot find the content
+    assert tied[tied[:, 1].argmin(), 0] < 0.6              # the best blend matches badly too
+
+
+def test_merging_heads_without_the_transpose_keeps_the_shape_and_mixes_tokens():
+    H, T, d_v = 2, 3, 2
+    out = 10 * np.arange(H)[:, None, None] + np.arange(T)[None, :, None] + np.zeros((H, T, d_v))
+    merged = out.transpose(1, 0, 2).reshape(T, H * d_v)
+    bug = out.reshape(T, H * d_v)
+    assert bug.shape == merged.shape
+    np.testing.assert_array_equal(merged[0], [0, 0, 10, 10])
+    np.testing.assert_array_equal(bug[0], [0, 0, 1, 1])       # token 1's head-0 output in token 0's row
+    np.testing.assert_array_equal(merged % 10, np.arange(T)[:, None] + np.zeros((1, H * d_v)))
+    q, k = (np.random.default_rng(2).normal(size=(4, 16)) @ init_projection(16, 4, seed=s) for s in (4, 5))
+    assert (q @ k).shape == (q @ k.T).shape and np.linalg.norm(q @ k - q @ k.T) > 0.5 * np.linalg.norm(q @ k.T)

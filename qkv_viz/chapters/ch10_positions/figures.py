@@ -186,8 +186,8 @@ def plot_angles(T: int, d_k: int, base: float = 10000.0, ax=None):
         _, ax = plt.subplots(figsize=style.figsize(0.5, 0.8), layout="constrained")
     cos = np.cos(np.arange(T)[:, None] * rope_frequencies(d_k, base)[None, :])  # (T, 1) * (1, d_k/2) -> (T, d_k/2)
     im = ax.imshow(cos, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
-    bar = ax.figure.colorbar(im, ax=ax, ticks=[-1, 0, 1])
-    bar.set_label("$\\cos(m\\,\\theta_i)$")
+    bar = ax.figure.colorbar(im, ax=ax, ticks=[-1, 0, 1], location="bottom", shrink=0.7, aspect=30)
+    bar.set_label("$\\cos(m\\,\\theta_i)$")   # under the map: clear of a neighbour's y-label
     ax.set(xlabel="pair i (fast → slow)", ylabel="position m", title=f"RoPE's turns, d_k = {d_k}")
     return [im, bar]
 
@@ -196,8 +196,9 @@ def plot_frequencies_and_decay(d_k: int, base: float, distances, expected, axes=
     """Left: cos(m * theta_i) of every pair at positions 0..T-1 (``plot_angles``). Right: the
     expected q_m . k_n / d_k of a key equal to its query against n - m (``toy.expected_decay``)."""
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.4), layout="constrained",
-                               gridspec_kw={"width_ratios": [1, 1.15]})
+        fig, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.48), layout="constrained",
+                                 gridspec_kw={"width_ratios": [1, 1.15]})
+        fig.get_layout_engine().set(wspace=0.08)      # room between the colour bar and the right panel's label
     ax1, ax2 = np.atleast_1d(axes)
     im, _ = plot_angles(T, d_k, base, ax=ax1)
     arts = [im, ax2.plot(distances, expected, color=style.QUERY_COLOR)[0]]

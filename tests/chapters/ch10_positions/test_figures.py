@@ -148,7 +148,7 @@ def test_frequency_panel_is_the_cosine_map_with_a_mathtext_bar_label():
     import matplotlib.pyplot as plt
     im, line = figures.plot_frequencies_and_decay(8, 10000.0, np.arange(5), np.ones(5), T=10)
     assert im.get_array().shape == (10, 4)                 # positions 0..9, pairs 0..3
-    assert any("$\\cos(m\\,\\theta_i)$" in ax.get_ylabel() for ax in plt.gcf().axes)
+    assert any("$\\cos(m\\,\\theta_i)$" in ax.get_xlabel() for ax in plt.gcf().axes)   # the bar, under the map
     plt.close("all")
 
 
@@ -160,4 +160,4 @@ def test_angle_map_is_the_cosine_of_m_theta_i_on_a_diverging_map_with_a_labelled
     np.testing.assert_allclose(im.get_array(), want)
     assert im.get_array()[1, 0] == pytest.approx(np.cos(1.0))   # pair 0 turns 1 radian per position
     assert im.get_clim() == (-1, 1) and im.get_cmap().name == "RdBu_r"   # symmetric, not cyclic
-    assert "cos" in bar.ax.get_ylabel()
+    assert "cos" in bar.ax.get_xlabel() and bar.orientation == "horizontal"   # under the map, clear of a neighbour

@@ -4,7 +4,7 @@
   every entry written in its cell.
 - ``frame_row_max``: frame each row's largest score on a heatmap.
 - ``asymmetry``: how far W_q W_k^T is from symmetric (a number, for the tests and exercises).
-- ``plot_learning``: the training run: what the verb reads, step by step, and W_q W_k^T by hand and learned.
+- ``plot_learning``: the training run: what the verb reads, step by step, and the row of W_q W_k^T it learned.
 
 Each takes ``ax=None``, returns the artists it drew and never calls
 ``plt.show()``. Colours follow the book's roles (``qkv_viz.viz.style``):
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import MaxNLocator
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from qkv_viz.core.validate import as_array
@@ -111,52 +110,42 @@ def asymmetry(M) -> float:
     return float(np.linalg.norm(M - M.T) / np.linalg.norm(M + M.T))
 
 
-def plot_learning(history, M_hand, M_learned, features, tokens, target: str, query: str = "the query", axes=None):
-    """The training run of "Learned, not designed". Left: the weights one query gives each
-    token, step by step (``history`` (steps, T); the ``target`` token coloured, each other
-    token its own dashed grey line, all named in a legend). Middle and right: M = W_q W_k^T (d_model, d_model) as written by hand and as
-    learned, on one colour scale, each with its colour bar (rows: query features, columns: key features).
-    ``query`` names the reading token in the left panel's title. ``axes``: three axes, or None for a new figure. Returns a dict: "target" (the Line2D),
-    "others" (their Line2Ds), "hand" and "learned" (the images)."""
+def plot_learning(history, row_hand, row_learned, features, tokens, target: str, query: str = "the query",
+                  row_name: str = "action", axes=None):
+    """The training run of "Learned, not designed", in two panels of equal width.
+
+    Left: the weights one query gives each token, step by step (``history`` (steps, T)); the
+    ``target`` token coloured, the other tokens one grey style under one legend entry (their lines
+    overlap). Right: the one row of M = W_q W_k^T that training moved, ``row_hand`` and
+    ``row_learned`` (d_model,) as two rows of one heatmap (columns: key features), whole numbers
+    in the cells, one colour bar. ``axes``: two axes, or None for a new figure. Returns a dict:
+    "target" (the Line2D), "others" (their Line2Ds), "rows" (the image)."""
     from qkv_viz.viz.plots import scores_heatmap
 
     history = as_array("history", history, ndim=2)
-    M_hand, M_learned = as_array("M_hand", M_hand, ndim=2), as_array("M_learned", M_learned, ndim=2)
+    row_hand, row_learned = as_array("row_hand", row_hand, ndim=1), as_array("row_learned", row_learned, ndim=1)
     n = len(features)
-    if M_hand.shape != (n, n) or M_learned.shape != (n, n):
-        raise ValueError(f"M_hand and M_learned must both be (d_model, d_model) = ({n}, {n}) for {n} "
-                         f"features, got {M_hand.shape} and {M_learned.shape}")
+    if row_hand.shape != (n,) or row_learned.shape != (n,):
+        raise ValueError(f"row_hand and row_learned must both be (d_model,) = ({n},) for {n} features, "
+                         f"got {row_hand.shape} and {row_learned.shape}")
+    rows = np.stack([row_hand, row_learned])  # (2, d_model)
     if history.shape[1] != len(tokens) or target not in tokens:
         raise ValueError(f"history must be (steps, T) with T = {len(tokens)} tokens and target one of them; "
                          f"got shape {history.shape} and target {target!r}")
     if axes is None:
-        fig, axes = plt.subplots(1, 3, figsize=style.figsize(1.0, 0.42),
-                                 gridspec_kw={"width_ratios": [1.3, 1.3, 1.0]})
+        fig, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.36))
     steps = np.arange(len(history))
     j = list(tokens).index(target)
-    styles = iter(["-", "--", ":", "-."])  # one grey line per other token, told apart by dash and legend
-    others = [axes[0].plot(steps, history[:, i], color="0.45", lw=1.6, ls=next(styles), label=f'"{tokens[i]}"')[0]
-              for i in range(len(tokens)) if i != j]
+    others = [axes[0].plot(steps, history[:, i], color="0.45", lw=1.6)[0] for i in range(len(tokens)) if i != j]
+    others[0].set_label(f"the other {len(others)} (they overlap)")
     (line,) = axes[0].plot(steps, history[:, j], color=style.KEY_COLOR, lw=2.5, label=f'"{target}"')
-    axes[0].legend(handles=[line, *others], loc="center right", fontsize=style.FONT_PT, frameon=False,
+    axes[0].legend(handles=[line, others[0]], loc="center right", fontsize=style.FONT_PT, frameon=False,
                    handlelength=1.5, borderaxespad=0.1)
     axes[0].set(xlabel="step", ylabel="weight", ylim=(-0.03, 1.03), title=f"what {query} reads")
-    lim = float(np.ceil(max(np.abs(M_hand).max(), np.abs(M_learned).max()))) or 1.0  # whole: the bars end on a tick
-    hand = scores_heatmap(M_hand + 0.0, ax=axes[1], tokens_q=features, tokens_k=features, limit=lim,
-                          colorbar=False, title="$W_qW_k^\\top$ by hand")
-    learned = scores_heatmap(np.round(M_learned, 1) + 0.0, ax=axes[2], tokens_q=[""] * n, tokens_k=features,
-                             limit=lim, colorbar=False, title=f"learned, step {len(history) - 1}")
-    axes[1].set(xlabel="key feature", ylabel="query feature")
-    axes[2].set(xlabel="key feature", ylabel="")
-    axes[2].tick_params(axis="y", left=False)
-    fig = axes[0].figure
-    fig.tight_layout(w_pad=4.0, rect=(0, 0, 0.93, 1))  # room for a colour bar right of each heatmap
-    for im in (hand, learned):   # one scale: the same bar, ticks and label beside both
-        im.axes.apply_aspect()
-        box = im.axes.get_position()
-        cax = fig.add_axes([box.x1 + 0.008, box.y0, 0.011, box.height])
-        bar = fig.colorbar(im, cax=cax, ticks=MaxNLocator(nbins=4, integer=True, symmetric=True))
-        bar.set_label("adds to the score", fontsize=style.FONT_PT)
-        bar.ax.tick_params(labelsize=style.FONT_PT - 1, length=2)
-        bar.outline.set_visible(False)
-    return {"target": line, "others": others, "hand": hand, "learned": learned}
+    lim = float(np.ceil(np.abs(rows).max())) or 1.0  # whole: the bar ends on a tick
+    image = scores_heatmap(np.round(rows) + 0.0, ax=axes[1], tokens_q=["by hand", f"learned, step {len(history) - 1}"],
+                           tokens_k=features, limit=lim, fmt=".0f", colorbar_label="adds to the score",
+                           title=f"row \"{row_name}\" of $W_qW_k^\\top$")
+    axes[1].set(xlabel="key feature", ylabel="")
+    axes[0].figure.tight_layout()
+    return {"target": line, "others": others, "rows": image}

@@ -63,36 +63,35 @@ def test_asymmetry_is_zero_for_tied_and_about_one_for_random_projections():
         asymmetry(np.ones((2, 3)))
 
 
-def test_plot_learning_draws_the_weights_and_both_matrices_on_one_scale():
+def test_plot_learning_draws_the_weights_and_the_two_rows_on_one_scale():
     from qkv_viz.chapters.ch02_projections.figures import plot_learning
     rng = np.random.default_rng(0)
     tokens = ("the", "dog", "chased", "a", "ball")
     features = ("animate", "thing", "action", "determiner")
     history = rng.dirichlet(np.ones(5), size=11)                 # (steps, T)
-    M_hand, M_learned = 4 * np.eye(4), 8 * np.eye(4)
-    arts = plot_learning(history, M_hand, M_learned, features, tokens, target="dog")
+    row_hand, row_learned = np.array([4.0, 0, 0, 0]), np.array([7.6, -2.2, -2.1, -3.1])
+    arts = plot_learning(history, row_hand, row_learned, features, tokens, target="dog")
     np.testing.assert_allclose(arts["target"].get_ydata(), history[:, 1])
     assert len(arts["others"]) == 4
-    assert arts["hand"].get_clim() == arts["learned"].get_clim() == (-8.0, 8.0)
-    np.testing.assert_allclose(arts["learned"].get_array(), M_learned)
-    ax = arts["hand"].axes
-    assert [t.get_text() for t in ax.get_yticklabels()] == list(features)  # full names, not cut
-    with pytest.raises(ValueError, match="d_model, d_model"):
-        plot_learning(history, M_hand, np.eye(3), features, tokens, target="dog")
+    im = arts["rows"]
+    assert im.get_clim() == (-8.0, 8.0)                          # one scale, rounded up to a tick
+    np.testing.assert_allclose(im.get_array(), [[4, 0, 0, 0], [8, -2, -2, -3]])  # whole numbers in the cells
+    assert im.colorbar is not None and im.colorbar.ax.get_ylabel() == "adds to the score"
+    ax = im.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["by hand", "learned, step 10"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(features)  # full names, not cut
+    with pytest.raises(ValueError, match="d_model"):
+        plot_learning(history, row_hand, np.ones(3), features, tokens, target="dog")
     with pytest.raises(ValueError, match="target"):
-        plot_learning(history, M_hand, M_learned, features, tokens, target="cat")
+        plot_learning(history, row_hand, row_learned, features, tokens, target="cat")
 
 
-def test_plot_learning_names_every_line_and_gives_each_heatmap_its_colour_bar():
-    import matplotlib.pyplot as plt
+def test_plot_learning_names_the_target_and_the_others_once():
     from qkv_viz.chapters.ch02_projections.figures import plot_learning
     tokens = ("the", "dog", "chased", "a", "ball")
     history = np.random.default_rng(1).dirichlet(np.ones(5), size=11)
-    arts = plot_learning(history, 4 * np.eye(4), 7.6 * np.eye(4), ("a", "b", "c", "d"), tokens, target="dog")
+    arts = plot_learning(history, np.ones(4), np.ones(4), ("a", "b", "c", "d"), tokens, target="dog")
     legend = arts["target"].axes.get_legend()
-    assert [t.get_text() for t in legend.get_texts()] == ['"dog"', '"the"', '"chased"', '"a"', '"ball"']
-    assert len({line.get_linestyle() for line in arts["others"]}) == 4       # told apart, not one grey line
-    for im in (arts["hand"], arts["learned"]):
-        assert im.colorbar is not None and im.colorbar.ax.get_ylabel() == "adds to the score"
-        assert im.get_clim() == (-8.0, 8.0)                                   # one scale, rounded up to a tick
-    plt.close("all")
+    assert [t.get_text() for t in legend.get_texts()] == ['"dog"', "the other 4 (they overlap)"]
+    assert {line.get_linestyle() for line in arts["others"]} == {"-"}    # one style: the legend names them once
+    assert len(arts["target"].figure.axes) == 3                          # two panels and one colour bar

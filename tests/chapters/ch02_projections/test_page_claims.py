@@ -87,7 +87,7 @@ def test_trained_pairs_are_far_from_tied_and_rank_is_at_most_dk():
 def test_the_pages_gradient_descent_learns_the_hand_written_rule(page):
     """The training cell, run from the notebook: the verb ends up reading "dog", the learned
     W_q W_k^T's largest entry is (action, animate), the rule the page wrote by hand, and the
-    action row moves far more than the other rows (the page: "the other rows barely moved")."""
+    action row moves far more than the other rows (the page: "move only through W_k, a little")."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     ns = dict(page, softmax=qv.softmax, index_of=page["tokens"].index, d_k=2, print=lambda *a, **k: None)
     exec(compile(next(s for s in cells if "W_q_learn -=" in s), str(NOTEBOOK), "exec"), ns)

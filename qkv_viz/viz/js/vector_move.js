@@ -13,6 +13,8 @@ const SHARE_COLOURS = ["#009E73", "#56B4E9", "#CC79A7", "#F0E442", "#999999", "#
 // the labels' text: the same hues, darker, at least 4.5:1 on white (WCAG AA)
 const Q_TEXT = "#A04000", SHARE_TEXT = ["#007A59", "#1F6E9E", "#A14A7F", "#7A6F00", "#6B6B6B", "#0072B2"];
 const OUTPUT_COLOUR = "#000";   // orange is the query's alone
+// 13 px text throughout (the book's shared 12 px renders a little small in this 300 px figure)
+const F13 = "13px sans-serif", B13 = "bold 13px sans-serif";
 const Q_LIM = 3;   // the query plane shows -3..3 on both axes (widget.py refuses |q_i| > 3)
 
 // A plane: data coordinates [lo, hi]^2 in a square box of the canvas.
@@ -30,7 +32,7 @@ function tickValues(p) {
 }
 
 // A light grid at the ticks, the two axes through 0 a little darker, the frame, and the tick labels
-// (12 px, left of and under the frame), so a reader can find a point such as (3, -3) by eye.
+// (13 px, left of and under the frame), so a reader can find a point such as (3, -3) by eye.
 function axes(ctx, p) {
   const ticks = tickValues(p), fmt = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1)).replace("-", "\u2212");
   ctx.lineWidth = 1;
@@ -40,8 +42,8 @@ function axes(ctx, p) {
     ctx.moveTo(p.X(p.lo), Math.round(p.Y(v)) + 0.5); ctx.lineTo(p.X(p.hi), Math.round(p.Y(v)) + 0.5);
     ctx.moveTo(Math.round(p.X(v)) + 0.5, p.Y(p.lo)); ctx.lineTo(Math.round(p.X(v)) + 0.5, p.Y(p.hi));
     ctx.stroke();
-    text(ctx, fmt(v), p.box.x - 4, p.Y(v), {align: "right", base: "middle", colour: "#555"});
-    text(ctx, fmt(v), p.X(v), p.box.y + p.box.h + 4, {align: "center", base: "top", colour: "#555"});
+    text(ctx, fmt(v), p.box.x - 4, p.Y(v), {align: "right", base: "middle", colour: "#555", font: F13});
+    text(ctx, fmt(v), p.X(v), p.box.y + p.box.h + 4, {align: "center", base: "top", colour: "#555", font: F13});
   }
   ctx.strokeStyle = "#444";
   ctx.strokeRect(p.box.x + 0.5, p.box.y + 0.5, p.box.w, p.box.h);
@@ -116,7 +118,7 @@ function render({model, el}) {
   function drawLeft(r) {
     const {ctx, width, height} = left;
     ctx.clearRect(0, 0, width, height);
-    text(ctx, "the query among the keys", qp.box.x, 16, {font: BOLD});
+    text(ctx, "the query among the keys", qp.box.x, 16, {font: B13});
     axes(ctx, qp);
     drawArrow(ctx, qp, [0, 0], s.q, Q_COLOUR, 5);   // the query first, wide: a key under it stays visible
     ctx.fillStyle = Q_COLOUR;
@@ -130,10 +132,10 @@ function render({model, el}) {
       const colour = SHARE_COLOURS[j % SHARE_COLOURS.length];
       drawArrow(ctx, qp, [0, 0], kj, colour, 2, equal ? [5, 4] : []);
       text(ctx, `k${j}${equal ? " (= q)" : ""}`, qp.X(kj[0]) + 5, qp.Y(kj[1]) - 5,
-           {font: BOLD, colour: SHARE_TEXT[j % SHARE_TEXT.length]});
+           {font: B13, colour: SHARE_TEXT[j % SHARE_TEXT.length]});
     }
     text(ctx, `q = (${s.q[0].toFixed(1)}, ${s.q[1].toFixed(1)})${same >= 0 ? ` = k${same}` : ""}`,
-         qp.box.x + 6, qp.box.y + qp.box.h - 8, {font: BOLD, colour: Q_TEXT});
+         qp.box.x + 6, qp.box.y + qp.box.h - 8, {font: B13, colour: Q_TEXT});
     const pt = (a, o) => `(${a[o].toFixed(1)}, ${a[o + 1].toFixed(1)})`;
     describe(left.canvas, `the query q = ${pt(s.q, 0)}${same >= 0 ? `, equal to k${same}` : ""}, among the keys ` +
       names.map((_, j) => `k${j} ${pt(keys, 2 * j)}`).join(", ") +
@@ -145,17 +147,25 @@ function render({model, el}) {
   function drawRight(r) {
     const {ctx, width, height} = right;
     ctx.clearRect(0, 0, width, height);
-    text(ctx, "output = \u03a3 w\u2c7c v\u2c7c, inside the values' triangle", vp.box.x, 16, {font: BOLD});
+    text(ctx, "output = \u03a3\u2c7c w\u2c7c v\u2c7c", vp.box.x, 16, {font: B13});
     axes(ctx, vp);
     ctx.fillStyle = "rgba(0, 0, 0, 0.06)";
     ctx.beginPath();
     for (let j = 0; j < S; j++) ctx[j ? "lineTo" : "moveTo"](vp.X(values[j * dV]), vp.Y(values[j * dV + 1]));
     ctx.closePath(); ctx.fill();
+    // the triangle's label, as in the still: just inside the middle of its last edge (v_last v_0), on the side of
+    // the centre, clear of the value arrows; under everything else
+    let cx = 0;
+    for (let j = 0; j < S; j++) cx += values[j * dV] / S;
+    const ex = (values[0] + values[(S - 1) * dV]) / 2, ey = (values[1] + values[(S - 1) * dV + 1]) / 2;
+    const inward = cx < ex ? "right" : "left", tx = vp.X(ex) + (cx < ex ? -6 : 6), ty = vp.Y(ey) + 6;
+    text(ctx, "the values'", tx, ty, {align: inward, base: "bottom", font: F13, colour: "#555"});
+    text(ctx, "triangle", tx, ty, {align: inward, base: "top", font: F13, colour: "#555"});
     for (let j = 0; j < S; j++) {
       const vj = [values[j * dV], values[j * dV + 1]];
       const colour = SHARE_COLOURS[j % SHARE_COLOURS.length];   // each value and its weighted piece share a colour
       drawArrow(ctx, vp, [0, 0], vj, colour, 1, [4, 3]);
-      text(ctx, `v${j}`, vp.X(vj[0]) + 5, vp.Y(vj[1]) - 5, {font: BOLD, colour: SHARE_TEXT[j % SHARE_TEXT.length]});
+      text(ctx, `v${j}`, vp.X(vj[0]) + 5, vp.Y(vj[1]) - 5, {font: B13, colour: SHARE_TEXT[j % SHARE_TEXT.length]});
     }
     ctx.fillStyle = "rgba(0, 0, 0, 0.2)";
     for (const p of trail) { ctx.beginPath(); ctx.arc(vp.X(p[0]), vp.Y(p[1]), 2.5, 0, 2 * Math.PI); ctx.fill(); }
@@ -175,8 +185,14 @@ function render({model, el}) {
     }
     ctx.fillStyle = OUTPUT_COLOUR;   // the output: where the last piece ends
     ctx.beginPath(); ctx.arc(vp.X(r.output[0]), vp.Y(r.output[1]), 5, 0, 2 * Math.PI); ctx.fill();
+    // "output" beside the dot, on the side towards the plane's centre, with a white halo over the pieces
+    const ox = vp.X(r.output[0]), oy = vp.Y(r.output[1]), mid = vp.box.x + vp.box.w / 2;
+    const toRight = ox < mid, lx = ox + (toRight ? 9 : -9), ly = oy + (oy < vp.box.y + 40 ? 14 : -10);
+    ctx.save(); ctx.font = B13; ctx.textAlign = toRight ? "left" : "right"; ctx.textBaseline = "middle";
+    ctx.lineWidth = 4; ctx.strokeStyle = "#fff"; ctx.lineJoin = "round"; ctx.strokeText("output", lx, ly);
+    ctx.fillStyle = OUTPUT_COLOUR; ctx.fillText("output", lx, ly); ctx.restore();
     text(ctx, `output (${r.output[0].toFixed(2)}, ${r.output[1].toFixed(2)})`, vp.box.x + 6, vp.box.y + vp.box.h - 8,
-         {font: BOLD, colour: OUTPUT_COLOUR});
+         {font: B13, colour: OUTPUT_COLOUR});
     describe(right.canvas, `output = \u03a3 w\u2c7c v\u2c7c = (${r.output[0].toFixed(2)}, ${r.output[1].toFixed(2)}), ` +
       "inside the triangle of the values " +
       names.map((_, j) => `v${j} (${values[j * dV].toFixed(1)}, ${values[j * dV + 1].toFixed(1)})`).join(", ") +
@@ -186,17 +202,22 @@ function render({model, el}) {
   function drawShares(r) {
     const {ctx, width, height} = shares, box = {x: 30, y: 20, w: width - 40, h: 22};
     ctx.clearRect(0, 0, width, height);
-    text(ctx, "the weights: each value's share of the output", box.x, 13, {font: BOLD});
-    let x = box.x;
+    text(ctx, "the weights: each value's share of the output", box.x, 13, {font: B13});
+    let x = box.x, free = box.x;   // free: where the row of labels under the bar may continue
+    ctx.font = B13;
     for (let j = 0; j < S; j++) {
       const w = r.weights[j] * box.w;
       ctx.fillStyle = SHARE_COLOURS[j % SHARE_COLOURS.length];
       ctx.fillRect(x, box.y, w, box.h);
       const label = `v${j} ${(100 * r.weights[j]).toFixed(0)} %`;
-      if (w > 44) text(ctx, label, x + w / 2, box.y + box.h / 2, {align: "center", base: "middle", font: BOLD, colour: "#000"});
-      else if (r.weights[j] >= 0.005)   // too narrow: the label goes under the bar, in the value's colour
-        text(ctx, label, Math.min(x + w / 2, box.x + box.w - 22), box.y + box.h + 11,
-             {align: "center", base: "middle", font: BOLD, colour: SHARE_TEXT[j % SHARE_TEXT.length]});
+      if (w > 44) text(ctx, label, x + w / 2, box.y + box.h / 2, {align: "center", base: "middle", font: B13, colour: "#000"});
+      else if (r.weights[j] >= 0.005) {   // too narrow: the label goes under the bar, in the value's colour,
+        const half = ctx.measureText(label).width / 2;   // left to right, never over the previous one
+        const lx = Math.min(Math.max(x + w / 2, free + half), box.x + box.w - half);
+        text(ctx, label, lx, box.y + box.h + 11,
+             {align: "center", base: "middle", font: B13, colour: SHARE_TEXT[j % SHARE_TEXT.length]});
+        free = lx + half + 8;
+      }
       x += w;
     }
     ctx.strokeStyle = "#444";

@@ -27,9 +27,9 @@ def plot_step_costs(steps, costs, title: str = "", ax=None):
              for (label, ys), color in zip(costs.items(), colors)]
     ax.set(xlabel="token t (step)", ylabel="FLOPs of the step", title=title)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e6:,.0f}M"))
-    ax.legend(loc="upper left", bbox_to_anchor=(0.45, 1.0))
+    ax.legend(loc="upper left")                      # top left: the curves start low there
     first = next(iter(costs.values()))
-    inset = ax.inset_axes((0.1, 0.45, 0.28, 0.42))  # the cached line on its own linear scale
+    inset = ax.inset_axes((0.08, 0.3, 0.26, 0.32))    # under the legend: the cached line on its own linear scale
     inset.plot(steps, first, color=colors[0])
     inset.set_title("with the cache, zoomed in", fontsize=style.ANNOTATION_PT)
     inset.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e3:,.0f}k"))
@@ -103,9 +103,11 @@ def plot_generation_step(words, weights, logits, cache, vocab, step: int, head: 
         ax.set(yticks=range(T), yticklabels=words if col == 1 else [])
     fig.colorbar(arts[-1], ax=axes, label="entries of K, V", shrink=0.6, location="bottom")
     logits_t = np.asarray(logits, dtype=float)[t]
-    lg = ", ".join(f"{word} {x:.2f}" for word, x in zip(vocab, logits_t))
+    pairs = [f"{word} {x:.2f}" for word, x in zip(vocab, logits_t)]
+    half = (len(pairs) + 1) // 2                     # two lines of logits: legible at the page's width
     nxt = ("the sentence ends" if t >= T - 1 else f'token {t + 1} is given by the prompt: "{words[t + 1]}"'
            if t < n_prompt - 1 else f'the largest is "{vocab[int(np.argmax(logits_t))]}", the next token')
     arts.append(fig.suptitle(f'step {t}: "{words[t]}" adds row {t} to both caches (outlined)\n'
-                             f"its logits: {lg}; {nxt}", fontsize=style.ANNOTATION_PT))
+                             f"logits for the next token (output \u00b7 E\u1d40): {', '.join(pairs[:half])},\n"
+                             f"{', '.join(pairs[half:])}; {nxt}"))
     return arts

@@ -107,6 +107,7 @@ function divColour(x) {
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
+const BIG = "13px sans-serif", BIG_BOLD = "bold 13px sans-serif";   // the logits block: read at a glance
 const LATER = "#767676";   // text of what this step does not hold yet: grey, still 4.5:1 on white
 const CHOICE = "#A04000";  // the chosen word's text: the query's orange, darker (>= 4.5:1 on white)
 
@@ -224,23 +225,25 @@ function render({model, el}) {
     let best = 0;
     for (let i = 1; i < nv; i++) if (lg[i] > lg[best]) best = i;
     const ly = top + T * cell + 62;
-    text(ctx, `logits of "${words[t]}"'s output (output \u00b7 E\u1d40):`, left - 50, ly, {font: SMALL});
+    text(ctx, `logits for the next token (output \u00b7 E\u1d40):`, left - 50, ly, {font: BIG});
     vocab.forEach((w, i) => {
       const bx = left - 50 + i * 46;
-      text(ctx, w, bx, ly + 18, {font: i === best ? BOLD : FONT});
-      text(ctx, lg[i].toFixed(2), bx, ly + 34, {font: i === best ? BOLD : FONT, colour: i === best ? CHOICE : "#222"});
+      text(ctx, w, bx, ly + 20, {font: i === best ? BIG_BOLD : BIG});
+      text(ctx, lg[i].toFixed(2), bx, ly + 38, {font: i === best ? BIG_BOLD : BIG, colour: i === best ? CHOICE : "#222"});
     });
     text(ctx, t >= T - 1 ? `"${words[t]}" ends the sentence`
          : t < prompt.length - 1 ? `(prompt: token ${t + 1} is given, "${words[t + 1]}")`
-         : `argmax \u2192 token ${t + 1} is "${words[t + 1]}"`,
-         left - 50, ly + 54, {font: BOLD, colour: CHOICE});
+         : `largest logit \u2192 token ${t + 1} is "${words[t + 1]}"`,
+         left - 50, ly + 60, {font: BIG_BOLD, colour: CHOICE});
     // the caches and the new query
+    // one colour scale with the still (figures.plot_generation_step): the largest |entry| of the
+    // K and V rows cached so far (tokens 0..t); a larger q entry gets the end colour, its number written
     let maxAbs = 1e-12;
-    for (const a of [st.k, st.v]) for (const val of a) maxAbs = Math.max(maxAbs, Math.abs(val));
+    for (const a of [st.k, st.v]) for (const val of a.subarray(0, (t + 1) * Hkv * dh)) maxAbs = Math.max(maxAbs, Math.abs(val));
     const kvLabel = `(${Hkv} K/V head${Hkv > 1 ? "s" : ""} \u00d7 ${dh})`;
     drawCache(ctx, st.k, kx, `K cache ${kvLabel}`, t, T, Hkv, maxAbs);
     drawCache(ctx, st.v, vx, `V cache ${kvLabel}`, t, T, Hkv, maxAbs);
-    drawDivBar(ctx, dbar, top, 12, Tmax * rowH, maxAbs, "entries of K, V, q");
+    drawDivBar(ctx, dbar, top, 12, Tmax * rowH, maxAbs, "entries of K, V");
     const qy = cacheBottom + 64, g = Math.floor(hd / rep);
     text(ctx, `q of "${words[t]}" (${H} query heads; used this step only, never cached)`, kx, qy - 6, {font: SMALL});
     for (let hh = 0; hh < H; hh++)

@@ -70,9 +70,10 @@ def check_water_query(guess, W_q_no_money) -> Feedback:
 
 
 def _attend_reference(q, K, V):
-    """One query ``q`` (d_k,) against keys ``K`` (S, d_k), values ``V`` (S, d_v): (output (d_v,), weights (S,))."""
+    """One query ``q`` (d_k,) against keys ``K`` (S, d_k), values ``V`` (S, d_v):
+    (output (d_v,), weights (S,), top: the index of the key it reads most)."""
     out, w = scaled_dot_product_attention(q[None, :], K, V)  # (1, d_v), (1, S)
-    return out[0], w[0]
+    return out[0], w[0], int(np.argmax(w[0]))
 
 
 def _attend_cases(seed=0):
@@ -85,7 +86,10 @@ def _attend_cases(seed=0):
 
 
 def _attend_diagnosis(result, expected, case):
-    out, w = result
+    out, w = result[0], result[1]
+    if len(result) == 3 and np.allclose(w, expected[1]) and np.allclose(out, expected[0]):
+        return (f"output and weights are right; top should be {int(expected[2])}, the index (from 0) of the "
+                f"largest weight, got {result[2]}.")
     if w.shape == expected[1].shape and not np.isclose(w.sum(), 1):
         return f"your weights sum to {w.sum():.3g}, not 1: softmax divides by the sum of the exponentials."
     if np.allclose(w, _attend_reference(case[0] * np.sqrt(case[0].shape[0]), case[1], case[2])[1]):
@@ -94,8 +98,9 @@ def _attend_diagnosis(result, expected, case):
 
 
 def check_attend(fn) -> Feedback:
-    """``fn(q, K, V)`` -> (output (d_v,), weights (S,)): one query's attention, checked on the page's
-    "bank" and on random shapes."""
-    return check_function(fn, _attend_reference, _attend_cases(), name="attend", returns=("output", "weights"),
+    """``fn(q, K, V)`` -> (output (d_v,), weights (S,), top): one query's attention and the index of the key
+    it reads most, checked on the page's "bank" and on random shapes."""
+    return check_function(fn, _attend_reference, _attend_cases(), name="attend",
+                          returns=("output", "weights", "top"),
                           diagnose=_attend_diagnosis,
-                          praise='It agrees on the page\'s "bank" and on three random shapes, one key included.')
+                          praise='It agrees on the page\'s "bank" (top = 4: "rates") and on three random shapes, one key included.')

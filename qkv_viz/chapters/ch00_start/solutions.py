@@ -13,8 +13,9 @@ GUESS = "bank"
 
 
 def attend(q, K, V):
-    """One query q (d_k,) against keys K (S, d_k) and values V (S, d_v)."""
+    """One query q (d_k,) against keys K (S, d_k) and values V (S, d_v); top: the key it reads most."""
     scores = K @ q / np.sqrt(q.shape[0])   # (S, d_k) @ (d_k,) -> (S,): one score per key
     e = np.exp(scores - scores.max())      # (S,)
     weights = e / e.sum()                  # (S,): sums to 1
-    return weights @ V, weights            # (S,) @ (S, d_v) -> (d_v,)
+    top = int(np.argmax(weights))          # the index of the largest weight (= of the largest score)
+    return weights @ V, weights, top       # (S,) @ (S, d_v) -> (d_v,)

@@ -3,7 +3,7 @@
 ``plot_library``, ``plot_weight_bars``, ``weights_vs_temperature`` take ``ax=None``,
 return the artists and never call ``plt.show()``. Colours come from the book's
 style (``qkv_viz.viz.style``): keys in KEY_COLOR, the query in QUERY_COLOR, and
-every key arrow has the same width and carries its weight as a label ("0: 0.49"),
+every key arrow has the same width and carries its weight as a label ("book 0: 0.49"),
 and weight bars are drawn on their fixed 0..1 scale. The interactive version is in ``widget``.
 """
 from __future__ import annotations
@@ -88,7 +88,7 @@ def plot_library(library, query, ax=None, weights=None, relayout=True):
     """Keys as arrows from the origin (all of width ``KEY_LW``), the query as a dashed arrow.
 
     Arrows are numbered like the books (0 = first title); with ``weights``
-    (n_books,) each label also gives the book's weight, "0: 0.49".
+    (n_books,) each label also gives the book's weight, "book 0: 0.49".
     Only the first two key coordinates are drawn.
     ``relayout=False`` skips laying the figure out before placing the labels
     (for a caller that has already done it once for several panels).
@@ -103,9 +103,11 @@ def plot_library(library, query, ax=None, weights=None, relayout=True):
                              f"got {weights.shape}")
     lws = np.full(library.n_books, KEY_LW)
     q = np.asarray(query, dtype=float)[:2]
-    lim = 1.45 * max(np.abs(library.keys[:, :2]).max(), np.abs(q).max())
+    lim = 1.6 * max(np.abs(library.keys[:, :2]).max(), np.abs(q).max())  # room for "book j: w" labels
     ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal",
            xlabel=f"key[0]: {KEY_AXES[0]}", ylabel=f"key[1]: {KEY_AXES[1]}")
+    ax.set_xticks([-2, 0, 2])
+    ax.set_yticks([-2, 0, 2])  # no tick at -1, where the leftmost key's label may sit
     arrows, specs = [], []
     for key, lw in zip(library.keys[:, :2], lws):
         head = 8 + 1.5 * lw
@@ -117,7 +119,7 @@ def plot_library(library, query, ax=None, weights=None, relayout=True):
         shrinkA=0, shrinkB=0, mutation_scale=14)))
     specs.append((q, 2.0, 7.0))
     labels = [("query", q, QUERY_COLOR, "bold")] + [
-        (f"{i}" if weights is None else f"{i}: {weights[i]:.2f}", key, KEY_COLOR, "normal")
+        (f"book {i}" if weights is None else f"book {i}: {weights[i]:.2f}", key, KEY_COLOR, "normal")
         for i, key in enumerate(library.keys[:, :2])]
     texts = _place_labels(ax, labels, specs, relayout=relayout)
     artists = []

@@ -94,7 +94,7 @@ function render({model, el}) {
     for (let b = 0; b < nBooks; b++) {
       const kx = keys[b * dK], ky = keys[b * dK + 1];
       arrow(kx, ky, KEY_COLOUR, 1.6, []);  // one width for every key: the weight is written at the tip
-      const label = `${b}: ${r.weights[b].toFixed(2)}`;
+      const label = `book ${b}: ${r.weights[b].toFixed(2)}`;
       ctx.font = LBOLD;
       const [lx, ly] = keyLabelCentre([X(0), Y(0)], [X(kx), Y(ky)], ctx.measureText(label).width, LABEL_H, box);
       text(ctx, label, lx, ly, {align: "center", base: "middle", font: LBOLD, colour: KEY_COLOUR});

@@ -64,13 +64,24 @@ def test_attend_unscaled_and_unnormalised_answers_are_named():
     def unscaled(q, K, V):
         e = np.exp(K @ q)
         w = e / e.sum()
-        return w @ V, w
+        return w @ V, w, int(w.argmax())
 
     def unnormalised(q, K, V):
         w = np.exp(K @ q / np.sqrt(q.shape[0]))
-        return w @ V, w
+        return w @ V, w, int(w.argmax())
 
     fb = ch00.check_attend(unscaled)
     assert not fb and "sqrt(d_k)" in fb.message, fb.message
     fb = ch00.check_attend(unnormalised)
     assert not fb and "sum to" in fb.message, fb.message
+
+
+def test_attend_a_wrong_top_is_named():
+    def smallest(q, K, V):
+        out, w, _ = sol.attend(q, K, V)
+        return out, w, int(w.argmin())
+
+    fb = ch00.check_attend(smallest)
+    assert not fb and "top should be" in fb.message, fb.message
+    fb = ch00.check_attend(lambda q, K, V: sol.attend(q, K, V)[:2])
+    assert not fb, fb.message

@@ -48,11 +48,11 @@ def test_arrows_have_one_width_and_carry_their_weight_as_a_label():
         arrows, labels = artists[0:2 * lib.n_books:2], artists[1:2 * lib.n_books:2]
         lws = np.array([a.arrow_patch.get_linewidth() for a in arrows])
         np.testing.assert_allclose(lws, KEY_LW)  # width no longer encodes the weight
-        assert [lab.get_text() for lab in labels] == [f"{j}: {x:.2f}" for j, x in enumerate(w)]
+        assert [lab.get_text() for lab in labels] == [f"book {j}: {x:.2f}" for j, x in enumerate(w)]
     colours = {a.arrow_patch.get_edgecolor()[:3] for a in arrows}
     assert colours == {to_rgb(style.KEY_COLOR)}
     assert [a.get_text() for a in plot_library(lib, DEMO_QUERY)[1:2 * lib.n_books:2]] == \
-        [str(j) for j in range(lib.n_books)]
+        [f"book {j}" for j in range(lib.n_books)]
     with pytest.raises(ValueError, match="weights"):
         plot_library(lib, DEMO_QUERY, weights=[0.5, 0.5])
 

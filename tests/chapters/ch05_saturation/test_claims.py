@@ -150,3 +150,21 @@ def test_divided_twice_starts_uniform_and_learns_as_fast_as_scaled(seed):
     assert twice[:2].mean() < 0.2
     assert toy.steps_to(twice) <= toy.steps_to(scaled) + 2
     assert twice[-10:].mean() > 0.99
+
+
+def test_the_controls_are_the_scaled_model_at_another_step(seed=5):
+    """Page, after the training table: small start = scaled at lr x 4; divided twice = scaled from W / 4 at lr / 4
+    (Adam's step is about lr per entry, whatever the gradient's size)."""
+    small = toy.train(1.0, init=0.25, steps=40, seed=seed)
+    assert np.mean(small == toy.train(1 / 16, lr=4e-3, steps=40, seed=seed)) > 0.95
+    twice = toy.train(1 / 256, steps=40, seed=seed)
+    assert np.mean(twice == toy.train(1 / 16, init=0.25, lr=0.25e-3, steps=40, seed=seed)) > 0.95
+
+
+def test_at_the_scaled_step_smaller_starts_learn_faster_and_saturated_is_far_slower():
+    """Page: at the scaled run's step, start x 1/4 (divided twice at lr x 4) 11 steps, scaled 21, start x 4
+    (lr / 4) 265: about 13 times as many as scaled."""
+    quarter, scaled = toy.steps_to(toy.train(1 / 256, lr=4e-3)), toy.steps_to(toy.train(1 / 16))
+    saturated = toy.steps_to(toy.train(1.0, lr=0.25e-3, steps=400))
+    assert quarter < scaled
+    assert saturated is not None and saturated > 8 * scaled

@@ -9,7 +9,6 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from qkv_viz.chapters.ch04_scaling.scaling import weights_at_dk
 from qkv_viz.viz import style
 from qkv_viz.viz.plots import attention_heatmap
 
@@ -41,8 +40,12 @@ def variance_figure(d_ks, var_unscaled, var_scaled):
     return fig
 
 
-def diagnostics_figure(on: dict, off: dict):
-    """Against d_k, with and without the factor: score spread, max weight, Jacobian norm (three panels)."""
+def diagnostics_figure(on: dict, off: dict, S: int | None = None):
+    """Against d_k, with and without the factor: score spread, max weight, Jacobian norm (three panels).
+
+    ``on`` and ``off`` hold d_k (K,) and score_std, max_weight, grad_norm, each (K,) (row means);
+    with ``S`` the max-weight panel also draws the uniform row's max weight 1/S.
+    """
     keys = (("score_std", "score spread (row std)", "std of a row's scores"),
             ("max_weight", "max weight of a row", "weight"),
             ("grad_norm", r"$\|\mathrm{diag}(w) - ww^\top\|_F$", "Frobenius norm"))
@@ -56,29 +59,35 @@ def diagnostics_figure(on: dict, off: dict):
         ax.set_title(title)
         ax.set_ylabel(ylabel)
     handles = axes[2].lines[:2]                                  # the two row-mean curves drawn above
-    if "grad_norm_median" in off:                                # the scaled median lies on its mean: not drawn
-        handles = handles + axes[2].plot(d_ks, off["grad_norm_median"], ":", marker="v", ms=4, lw=1.2,
-                                         color=COLORS[False], label="unscaled, median row")
-        axes[2].set_yscale("log")
+    labels = ["scaled (row mean)", "unscaled (row mean)"]
+    if S is not None:
+        handles = handles + [axes[1].axhline(1 / S, color="0.45", lw=1, ls=":")]
+        labels.append(f"uniform row: 1/S = 1/{S}")
     axes[0].set_yscale("log", base=2)
     for ax in axes:
         ax.minorticks_off()                                      # minor log ticks: slow to lay out, not read
     axes[1].set_ylim(0, 1.02)
-    labels = ["scaled, row mean", "unscaled, row mean", "unscaled, median row"][:len(handles)]
-    fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=9)   # below: hides no curve
+    axes[2].set_ylim(0, None)
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=10)   # below: hides no curve
     fig.suptitle("Random attention rows against $d_k$, with and without $1/\\sqrt{d_k}$")
     return fig
 
 
-def small_multiples(d_ks=(1, 16, 256), T: int = 8, S: int = 8, seed=0):
-    """Attention weights for each d_k (columns), scaled (top) and unscaled (bottom); one colour bar."""
-    fig, axes = plt.subplots(2, len(d_ks), figsize=style.figsize(0.95, 0.6), constrained_layout=True,
-                             sharex=True, sharey=True)
+def small_multiples(weights_by_dk: dict):
+    """Attention weights for each d_k (columns), scaled (top) and unscaled (bottom); one colour bar.
+
+    ``weights_by_dk`` maps d_k to a pair (scaled, unscaled) of (T, S) weight matrices, computed by the page.
+    """
+    if not weights_by_dk:
+        raise ValueError("weights_by_dk must map at least one d_k to its (scaled, unscaled) weights")
+    fig, axes = plt.subplots(2, len(weights_by_dk), figsize=style.figsize(0.95, 0.6), constrained_layout=True,
+                             sharex=True, sharey=True, squeeze=False)
     im = None
-    for j, d_k in enumerate(d_ks):
-        for i, scaled in enumerate((True, False)):
-            _, w = weights_at_dk(d_k, T, S, seed, scale=scaled)
-            im = attention_heatmap(w, ax=axes[i, j], annotate=False, colorbar=False,
+    for j, (d_k, pair) in enumerate(weights_by_dk.items()):
+        if len(pair) != 2:
+            raise ValueError(f"weights_by_dk[{d_k}] must be a pair (scaled, unscaled), got {len(pair)} items")
+        for i, (scaled, w) in enumerate(zip((True, False), pair)):
+            im = attention_heatmap(np.asarray(w), ax=axes[i, j], annotate=False, colorbar=False,
                                    title=f"$d_k$ = {d_k}, {'scaled' if scaled else 'unscaled'}")
             if j:
                 axes[i, j].set_ylabel("")

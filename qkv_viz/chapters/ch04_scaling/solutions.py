@@ -19,7 +19,7 @@ def jacobian_norms(weights):
     """weights (T, S), rows summing to 1 -> (T,) Frobenius norms of diag(w) - w w^T."""
     sq = np.sum(weights ** 2, axis=-1)                           # (T, S) -> (T,)
     cube = np.sum(weights ** 3, axis=-1)                         # (T, S) -> (T,)
-    return np.sqrt(sq - 2 * cube + sq ** 2)                      # (T,)
+    return np.sqrt(np.maximum(sq - 2 * cube + sq ** 2, 0))       # (T,); rounding can dip below 0 when one-hot
 
 
 # 3. Var(q . k) = d_k Var(q_i) Var(k_i) = 48 * 4 * 1 = 192, so the std is sqrt(192) ~ 13.86.

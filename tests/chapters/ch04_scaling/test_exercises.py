@@ -106,3 +106,23 @@ def test_row_grad_norm_is_the_frobenius_norm():
     p = np.array(ch04.ROW_EX4)
     assert np.linalg.norm(softmax_jacobian(p)) == pytest.approx(sol.ROW_GRAD_NORM)
     assert not ch04.check_row_grad_norm(np.sqrt(2) / 3)  # the even split over m = 3 is not this row
+
+
+def test_the_sum_form_passes_on_near_one_hot_rows_for_many_seeds():
+    """The worked solution's sum form loses digits on near one-hot rows; the checker must not reject it."""
+    for seed in range(200):
+        fb = ch04.check_jacobian_norms(sol.jacobian_norms, seed=seed)
+        assert fb.correct, (seed, fb.message)
+    wrong = lambda w: sol.jacobian_norms(w) * 1.001                 # noqa: E731: a 0.1 % error is still caught
+    assert not ch04.check_jacobian_norms(wrong, seed=0).correct
+
+
+def test_a_nan_from_rounding_is_named():
+    unclipped = lambda w: np.sqrt(np.sum(w ** 2, -1) - 2 * np.sum(w ** 3, -1) + np.sum(w ** 2, -1) ** 2)  # noqa: E731
+    for seed in range(200):
+        with np.errstate(invalid="ignore"):
+            if np.isnan(unclipped(ch04.jacobian_norm_cases(seed=seed)[4][0])).any():
+                fb = ch04.check_jacobian_norms(unclipped, seed=seed)
+                assert not fb.correct and "np.maximum" in fb.message, fb.message
+                return
+    pytest.skip("no seed gave a NaN")

@@ -32,30 +32,34 @@ def test_variance_figure_plots_the_measurements():
     assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
 
 
-def test_small_multiples_share_one_weights_colour_bar():
-    fig = figures.small_multiples((1, 16), T=5, S=6, seed=2)
+def test_small_multiples_draw_the_pages_weights_with_one_colour_bar():
+    pairs = {d_k: [scaling.weights_at_dk(d_k, 5, 6, seed=2, scale=s)[1] for s in (True, False)] for d_k in (1, 16)}
+    fig = figures.small_multiples(pairs)
     heatmaps = [ax for ax in fig.axes if ax.images]
     assert len(heatmaps) == 4 and len(_colorbars(fig)) == 1
     assert all(ax.images[0].get_clim() == (0.0, 1.0) for ax in heatmaps)
-    _, unscaled_16 = scaling.weights_at_dk(16, 5, 6, seed=2, scale=False)
-    np.testing.assert_allclose(heatmaps[3].images[0].get_array(), unscaled_16)  # bottom right
+    np.testing.assert_allclose(heatmaps[3].images[0].get_array(), pairs[16][1])  # bottom right: unscaled 16
+    assert "unscaled" in heatmaps[3].get_title() and "16" in heatmaps[3].get_title()
     assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
+    with pytest.raises(ValueError, match="weights_by_dk"):
+        figures.small_multiples({})
+    with pytest.raises(ValueError, match="pair"):
+        figures.small_multiples({4: [pairs[1][0]]})
 
 
 def test_curve_figures_plot_given_values():
     on = scaling.diagnostics_vs_dk([1, 8, 64], T=8, S=8, scale=True)
     off = scaling.diagnostics_vs_dk([1, 8, 64], T=8, S=8, scale=False)
-    fig = figures.diagnostics_figure(on, off)
+    fig = figures.diagnostics_figure(on, off, S=8)
     np.testing.assert_array_equal(fig.axes[1].lines[1].get_ydata(), off["max_weight"])
-    on["grad_norm_median"], off["grad_norm_median"] = on["grad_norm"] / 2, off["grad_norm"] / 3
-    fig = figures.diagnostics_figure(on, off)                    # the median row drawn beside the mean
-    np.testing.assert_array_equal(fig.axes[2].lines[2].get_ydata(), off["grad_norm_median"])
-    assert len(fig.axes[2].lines) == 3                           # the scaled median (on its mean) is not drawn
+    np.testing.assert_array_equal(fig.axes[2].lines[1].get_ydata(), off["grad_norm"])
+    assert fig.axes[1].lines[2].get_ydata()[0] == pytest.approx(1 / 8)   # the uniform row's max weight
     legend = fig.legends[0]                                      # one legend, below the panels: it hides no curve
-    assert [t.get_text() for t in legend.get_texts()] == ["scaled, row mean", "unscaled, row mean",
-                                                          "unscaled, median row"]
+    assert [t.get_text() for t in legend.get_texts()] == ["scaled (row mean)", "unscaled (row mean)",
+                                                          "uniform row: 1/S = 1/8"]
     assert all(ax.get_legend() is None for ax in fig.axes)
     assert min(t.get_fontsize() for t in legend.get_texts()) >= 9   # legible at the column
+    assert len(figures.diagnostics_figure(on, off).legends[0].get_texts()) == 2   # no S: no uniform line
     assert all(f.get_size_inches()[0] <= style.COLUMN_WIDTH for f in map(plt.figure, plt.get_fignums()))
 
 

@@ -175,6 +175,7 @@ def test_unequal_scores_and_the_row_normalisation_make_the_asymmetry(model, trac
     np.testing.assert_allclose(same, same.T, atol=1e-12)
     assert abs(w_same[i, j] - w_same[j, i]) > 0.1  # "the weights do not" become symmetric
     assert np.argmax(same[i]) == i and np.argmax(same[j]) == j  # "both rows peak on the token itself"
+    assert np.mean(same.argmax(axis=1) == np.arange(len(same))) > 0.75  # "usually the largest score of row i"
 
 
 def _page_namespace(model):
@@ -238,3 +239,15 @@ def test_the_control_gives_street_little(model, trace):
     animal, street = trace.tokens.index("animal"), trace.tokens.index("street")
     assert round(-change[animal], 2) == 0.40 and round(change[street], 2) == 0.07
     assert change[0] > -change[animal] / 2 > change[street]
+
+
+def test_layer_3_head_1_shifts_towards_street_more_than_any_head(model, trace):
+    """'Layer 3 head 1 reacts to the meaning more than any other head', yet "street" stays below "animal"."""
+    control = run(model, WIDE)
+    i, animal, street = (trace.tokens.index(t) for t in ("it", "animal", "street"))
+    prefer = lambda t: t.weights[:, :, i, street] - t.weights[:, :, i, animal]  # (L, H)
+    shift = prefer(control) - prefer(trace)
+    assert tuple(np.unravel_index(shift.argmax(), shift.shape)) == (3, 1)
+    assert shift[3, 1] > 2 * np.sort(shift.ravel())[-2]  # far ahead of the next head
+    assert control.weights[3, 1, i, street] < control.weights[3, 1, i, animal]  # "street still gets less"
+    assert control.weights[5, 11, i, animal] > 0.5  # "the second head keeps most of its weight on animal"

@@ -206,7 +206,7 @@ def weights_vs_temperature(library, query, ax=None, marks=(1.0, np.sqrt(2)), lo=
     for t, name, side in zip(marks, ("τ = 1 ", r" $\sqrt{d_k}$"), ("right", "left")):  # one label each side
         ax.text(t, 1.0, name, ha=side, va="top", color="0.35", fontsize=style.FONT_PT)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=style.FONT_PT)
-    ax.set_title("cold: one book takes everything; hot: every book gets 1/5", fontsize=style.TITLE_PT)
+    ax.set_title("cold: one book takes everything; hot: every book tends to 1/5", fontsize=style.TITLE_PT)
     return lines
 
 

@@ -34,7 +34,8 @@ function render({model, el}) {
     const {tokens, T, H, weights} = data, cols = Math.min(T > 12 ? 3 : 4, H), rows = Math.ceil(H / cols);
     const left = 84, gap = 14, panel = Math.floor((840 - left - 60 - gap * (cols - 1)) / cols);
     const titleH = 20, bottom = 80, cell = panel / T;
-    const label = cell >= 13 ? "12px sans-serif" : SMALL;   // token labels: 12 px where rows leave room
+    const label = cell >= 13 ? "12px sans-serif" : SMALL;
+    const unit = panel >= 200 ? "effective tokens" : "eff. tokens";  // the still's words, where they fit   // token labels: 12 px where rows leave room
     const c = makeCanvas("qkv-head-grid", left + cols * (panel + gap) + 60, rows * (panel + titleH + gap) + bottom);
     const {ctx} = c;
     const eff = [];
@@ -44,7 +45,7 @@ function render({model, el}) {
       for (let i = 0; i < T; i++) e += rowDiagnostics(block, block, i * T, T).effective_tokens;
       eff.push(e / T);
       const x = left + (hd % cols) * (panel + gap), y = Math.floor(hd / cols) * (panel + titleH + gap) + titleH;
-      text(ctx, `head ${hd}: ${eff[hd].toFixed(1)} tokens`, x, y - 5, {font: BOLD});
+      text(ctx, `head ${hd}: ${eff[hd].toFixed(1)} ${unit}`, x, y - 5, {font: BOLD});
       drawHeatmap(ctx, block, T, T, lut, x, y, panel, panel);
       const lastRow = Math.floor(hd / cols) === rows - 1 || hd + cols >= H;
       if (hd % cols === 0)

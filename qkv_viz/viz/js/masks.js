@@ -59,7 +59,7 @@ function render({model, el}) {
   const realOut = h("output", {text: String(model.get("n_real"))});
   const reset = h("button", {class: "qkv-reset", type: "button", text: "clear clicked cells"});
   const message = h("div", {class: "qkv-message", role: "status"});
-  const cell = 46, left = 70, top = 28, bottom = 96;   // tests/test_browser_ch07.py clicks by these
+  const cell = 46, left = 70, top = 28, bottom = 84;   // tests/test_browser_ch07.py clicks by these
   const pic = makeCanvas("qkv-mask-map", Math.max(left + S * cell + 100, 400), top + T * cell + bottom);
   pic.canvas.setAttribute("tabindex", "0");     // arrows move a cursor cell, Enter or Space toggles it
   pic.canvas.setAttribute("data-lm-suppress-shortcuts", "true");
@@ -95,7 +95,7 @@ function render({model, el}) {
       text(ctx, tq[i], left - 6, top + (i + 0.5) * cell, {align: "right", base: "middle", font: F13});
     }
     tk.forEach((t, j) => text(ctx, t, left + (j + 0.5) * cell, top + T * cell + 8, {align: "right", base: "middle", angle: -Math.PI / 4, font: F13}));
-    text(ctx, "keys (attended to)", left + S * cell / 2, height - 26, {align: "center", font: F13});
+    text(ctx, "keys (attended to)", left + S * cell / 2, height - 24, {align: "center", font: F13});
     text(ctx, "queries (attending)", 9, top + T * cell / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: F13});
     text(ctx, "attention weights after the mask", left, 17, {font: B14});
     text(ctx, "hidden (weight exactly 0):  / causal   \\ padding   \u2014 clicked", 4, height - 6, {font: F13});

@@ -97,7 +97,7 @@ def test_a_shorter_query_flattens_the_weights_at_any_temperature():
 
 
 def test_cold_is_almost_the_hard_lookup_and_hot_the_plain_average():
-    """The page's temperature table: at 0.1 the top book takes 0.997 (the hard lookup's pick), at 1e6
+    """The page's temperature picture: at 0.1 the top book takes 0.997 (the hard lookup's pick), at 1e6
     every book gets 1/5; the order of the books is the order of their dot products at every temperature."""
     lib = demo_library()
     dots = lib.keys @ DEMO_QUERY

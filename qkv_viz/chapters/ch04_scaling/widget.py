@@ -196,6 +196,10 @@ class ScalingExplorer(CheckedFigure):
         metric_vs_dk(D_KS, *(self.curves[self.metric][key] for key in ("scaled", "unscaled")), ax=ax_m,
                      label=METRIC_LABELS[self.metric], current=self.d_k)
         ax_m.set_xlabel("$d_k$")
+        if self.metric == "max_weight":                          # the baseline every max weight is read against
+            ax_m.axhline(1 / n, color="0.45", lw=1, ls=":", label="_uniform")   # named on the axes, not in the legend
+            ax_m.text(0.98, 1 / n, f"uniform row: 1/{n}", transform=ax_m.get_yaxis_transform(), ha="right",
+                      va="bottom", fontsize=style.FONT_PT - 1, color="0.35")
         ax_m.legend(fontsize=style.FONT_PT - 1, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2,
                     frameon=False, handlelength=1.5, columnspacing=0.8)  # above the curves, never on them
         if self.metric == "score_std":

@@ -169,3 +169,14 @@ def test_a_numpy_index_moves_the_explorer_and_messages_say_what_is_allowed():
         ex.d_k = 3
     with pytest.raises(traitlets.TraitError, match=r"^n_heads = 3, but it is fixed when the figure is built"):
         ex.n_heads = 3
+
+
+def test_the_still_reads_max_weight_against_the_uniform_row():
+    from qkv_viz.chapters.ch04_scaling.widget import scaling_explorer
+    fig = scaling_explorer(n=16, d_k=256, scale=False).still()
+    curve_ax = fig.axes[3]
+    uniform = [ln for ln in curve_ax.lines if ln.get_label() == "_uniform"]
+    assert len(uniform) == 1 and uniform[0].get_ydata()[0] == 1 / 16
+    assert "uniform row: 1/16" in [t.get_text() for t in curve_ax.texts]
+    no_line = scaling_explorer(n=16, d_k=256, scale=False, metric="score_std").still().axes[3]
+    assert not [ln for ln in no_line.lines if ln.get_label().startswith("uniform")]   # only for max weight

@@ -162,7 +162,7 @@ def _module_file(module: str) -> Path | None:
 def _function_doc(module: str, name: str, depth: int = 0) -> str | None:
     """The docstring of ``module.name`` read from the source (nothing is imported), following
     one ``from .x import name`` re-export; None if it is not a plotting function (no ``ax`` /
-    ``axes`` parameter, not in a figures/plots/pipeline module, 'plot' or 'figure' not in its name)."""
+    ``axes`` parameter, not in a figures/plots module, 'plot' or 'figure' not in its name)."""
     path = _module_file(module)
     if path is None or depth > 1:
         return None
@@ -170,7 +170,7 @@ def _function_doc(module: str, name: str, depth: int = 0) -> str | None:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             params = {a.arg for a in node.args.args + node.args.kwonlyargs}
-            plotting = (params & {"ax", "axes"} or path.stem in ("figures", "plots", "pipeline")
+            plotting = (params & {"ax", "axes"} or path.stem in ("figures", "plots")
                         or "plot" in name or "figure" in name)
             return (ast.get_docstring(node) or "") if plotting else None
         if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
@@ -202,7 +202,7 @@ def notebook_imports(nb) -> dict[str, str]:
 
 def plotting_docs(source: str, imports: dict[str, str]) -> list[str]:
     """First sentences of the docstrings of the book's plotting functions the cell calls
-    (``figures.variance_figure(...)``, ``plot_pipeline(...)``), in the order called."""
+    (``figures.variance_figure(...)``, ``head_grid(...)``), in the order called."""
     tree = parse_cell(source)
     if tree is None:
         return []

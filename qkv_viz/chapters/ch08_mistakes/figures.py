@@ -83,7 +83,7 @@ def plot_weight_maps(maps, tokens, axes, hatch="////", fmt=".2f"):
             ax.text(j, i, format(weights[i, j], fmt), ha="center", va="center",
                     fontsize=style.ANNOTATION_PT,
                     color="black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white")
-        ax.title.set_fontsize(style.ANNOTATION_PT)
+        ax.title.set_fontsize(style.FONT_PT)
         ax.set_xlabel("keys")
         spec = ax.get_subplotspec()
         if spec is not None and not spec.is_first_col():

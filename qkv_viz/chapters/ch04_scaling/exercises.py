@@ -102,7 +102,9 @@ def check_jacobian_norms(fn, seed=None) -> Feedback:
     """Exercise 2: ``fn(weights) -> (T,)``, ||diag(w) - w w^T||_F of each row of weights (T, S)."""
     return check_function(fn, _jacobian_norms_reference, jacobian_norm_cases(seed=seed),
                           name="your jacobian_norms", diagnose=_diagnose_jacobian_norms, shape_hints=True,
-                          atol=1e-6,   # near one-hot rows: the sums cancel to ~1e-16, a root of ~1e-8
+                          # near one-hot rows the three sums cancel: float32's rounding of w (~1e-7) leaves
+                          # up to ~1e-7 in ||J||^2, so up to ~3e-4 in its root; every named mistake is far off
+                          atol=5e-4,
                           praise="Your jacobian_norms needs no S x S matrix: for S = 32 keys that is "
                                  "32 numbers per row instead of 1,024.")
 

@@ -113,7 +113,8 @@ def test_the_sum_form_passes_on_near_one_hot_rows_for_many_seeds():
     for seed in range(200):
         fb = ch04.check_jacobian_norms(sol.jacobian_norms, seed=seed)
         assert fb.correct, (seed, fb.message)
-    wrong = lambda w: sol.jacobian_norms(w) * 1.001                 # noqa: E731: a 0.1 % error is still caught
+    # the checker allows 5e-4 (float32 answers lose that much on near one-hot rows): a 1 % error is caught
+    wrong = lambda w: sol.jacobian_norms(w) * 1.01                  # noqa: E731
     assert not ch04.check_jacobian_norms(wrong, seed=0).correct
 
 

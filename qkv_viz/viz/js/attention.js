@@ -183,7 +183,8 @@ function drawHeatmap(ctx, values, rows, cols, lut, x, y, w, hgt) {
 }
 
 // Vertical colour bar for 0..1 with ticks 0, 0.5, 1 and a label.
-function drawColourBar(ctx, lut, x, y, w, hgt, label) {
+// font / labelFont: the numbers' and the label's; gap / labelGap: their distance from the bar
+function drawColourBar(ctx, lut, x, y, w, hgt, label, {font = SMALL, labelFont = FONT, gap = 6, labelGap = 28} = {}) {
   for (let i = 0; i < hgt; i++) {
     ctx.fillStyle = lutColour(lut, 1 - (i + 0.5) / hgt);
     ctx.fillRect(x, y + i, w, 1);
@@ -194,9 +195,9 @@ function drawColourBar(ctx, lut, x, y, w, hgt, label) {
     const ty = y + (1 - t) * hgt;
     ctx.fillStyle = "#444";
     ctx.fillRect(x + w, Math.round(ty), 4, 1);
-    text(ctx, String(t), x + w + 6, ty, {base: "middle", font: SMALL});
+    text(ctx, String(t), x + w + gap, ty, {base: "middle", font});
   }
-  text(ctx, label, x + w + 28, y + hgt / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
+  text(ctx, label, x + w + labelGap, y + hgt / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: labelFont});
 }
 
 // A few integer ticks along an axis of n cells (0 .. n-1).
@@ -223,13 +224,13 @@ function drawBars(ctx, values, box, lo, hi, colour) {
 }
 
 // Left axis with ticks at the given values.
-function yAxis(ctx, box, yOf, ticks, fmt = String) {
+function yAxis(ctx, box, yOf, ticks, fmt = String, font = SMALL) {
   ctx.strokeStyle = "#444";
   ctx.beginPath(); ctx.moveTo(box.x - 0.5, box.y); ctx.lineTo(box.x - 0.5, box.y + box.h); ctx.stroke();
   for (const t of ticks) {
     const ty = Math.round(yOf(t)) + 0.5;
     ctx.beginPath(); ctx.moveTo(box.x - 4, ty); ctx.lineTo(box.x, ty); ctx.stroke();
-    text(ctx, fmt(t), box.x - 6, ty, {align: "right", base: "middle", font: SMALL});
+    text(ctx, fmt(t), box.x - 6, ty, {align: "right", base: "middle", font});
   }
 }
 

@@ -42,14 +42,6 @@ function hatch(ctx, x, y, w, hgt, why) {
 
 const F13 = "13px sans-serif", B14 = "bold 14px sans-serif";
 
-// drawColourBar with its numbers and label at this figure's 13 px (attention.js draws them at 11-12 px)
-function colourBar13(ctx, lut, x, y, w, hgt, label) {
-  drawColourBar(ctx, lut, x, y, w, hgt, "");
-  ctx.clearRect(x + w + 5, y - 10, 40, hgt + 20);
-  for (const t of [0, 0.5, 1]) text(ctx, String(t), x + w + 7, y + (1 - t) * hgt, {base: "middle", font: F13});
-  text(ctx, label, x + w + 38, y + hgt / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: F13});
-}
-
 function render({model, el}) {
   const T = model.get("T"), S = model.get("S");
   const scores = asF64(model.get("scores")), lut = bytesOf(model.get("lut"));
@@ -99,7 +91,8 @@ function render({model, el}) {
     text(ctx, "queries (attending)", 9, top + T * cell / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: F13});
     text(ctx, "attention weights after the mask", left, 17, {font: B14});
     text(ctx, "hidden (weight exactly 0):  / causal   \\ padding   \u2014 clicked", 4, height - 6, {font: F13});
-    colourBar13(ctx, lut, left + S * cell + 14, top, 14, T * cell, "attention weight");
+    drawColourBar(ctx, lut, left + S * cell + 14, top, 14, T * cell, "attention weight",
+                  {font: F13, labelFont: F13, gap: 7, labelGap: 38});
     const focused = document.activeElement === pic.canvas;
     if (focused) {                                   // the keyboard's cursor: a thick dashed frame
       ctx.save(); ctx.strokeStyle = "#d00"; ctx.lineWidth = 3; ctx.setLineDash([6, 3]);

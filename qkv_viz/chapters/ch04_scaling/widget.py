@@ -175,7 +175,8 @@ class ScalingExplorer(CheckedFigure):
         ax_w = fig.add_subplot(grid[:, 0])
         ax_b, ax_s = fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 1])
         ax_m, ax_t = fig.add_subplot(grid[0, 2]), fig.add_subplot(grid[1, 2])
-        attention_heatmap(weights, ax=ax_w, annotate=False, title=f"weights, $d_k$ = {self.d_k}, {how}")
+        attention_heatmap(weights, ax=ax_w, annotate=False, title=f"weights, $d_k$ = {self.d_k},\n{how}")
+        ax_w.set_aspect("equal")                                 # square cells, as in the live heatmap
         ticks = np.arange(0, n, max(1, int(np.ceil(n / 5))))  # at most 5 labels: they never touch
         ax_w.set_xticks(ticks, [str(t) for t in ticks])
         ax_w.set_yticks(ticks, [str(t) for t in ticks])

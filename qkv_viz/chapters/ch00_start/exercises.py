@@ -15,6 +15,7 @@ RATES = ("the", "bank", "raised", "its", "rates")
 RATES_X = np.array([[0, 0, 0], [0.3, 0.3, 1], [0, 0.5, 0], [0, 0, 0], [0, 1, 1]])  # (T, d_model) = (5, 3)
 PAGE_W_K = np.array([[2, 0, 0], [0, 2, 0], [0, 0, 1]])  # (3, 3): offer your water, money and noun
 PAGE_W_V = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0]])  # (3, 3): hand over your water and money
+PAGE_W_Q = np.array([[0, 0, 1], [0, 0, 1], [2, 2, 1]])  # (3, 3): water or money asks for a noun; a noun asks for all
 WATER, MONEY, NOUN = 0, 1, 2
 
 
@@ -45,9 +46,9 @@ def check_water_query(guess, W_q_no_money) -> Feedback:
                                f"(water, money, noun), one column per query coordinate; got {W.shape}.")
     if not np.all(np.isfinite(W)):
         return Feedback(False, "W_q_no_money contains NaN or inf.")
-    if np.any(W[[WATER, MONEY]] != 0):
-        return Feedback(False, "Change only the last row (the noun's): the water and money rows of W_q are 0, "
-                               "and stay 0.")
+    if np.any(W[[WATER, MONEY]] != PAGE_W_Q[[WATER, MONEY]]):
+        return Feedback(False, "Change only the last row (the noun's): the water and money rows of W_q are "
+                               "(0, 0, 1) each (a word about water or money asks for a noun), and stay so.")
     if W[NOUN, MONEY] != 0:
         return Feedback(False, f"The noun row is {W[NOUN].tolist()}: its second column asks for money. "
                                "A noun that does not ask for money leaves that column 0.")
@@ -79,8 +80,7 @@ def _attend_reference(q, K, V):
 def _attend_cases(seed=0):
     rng = np.random.default_rng(seed)
     b = RATES.index("bank")
-    W_q = np.array([[0, 0, 0], [0, 0, 0], [2, 2, 1.]])
-    yield RATES_X[b] @ W_q, RATES_X @ PAGE_W_K, RATES_X @ PAGE_W_V  # the page's "bank"
+    yield RATES_X[b] @ PAGE_W_Q, RATES_X @ PAGE_W_K, RATES_X @ PAGE_W_V  # the page's "bank"
     for S, d_k, d_v in ((1, 2, 2), (4, 3, 5), (7, 8, 1)):
         yield rng.normal(size=d_k), rng.normal(size=(S, d_k)), rng.normal(size=(S, d_v))
 

@@ -179,19 +179,25 @@ def library_and_weights(library, query, temperature=1.0, axes=None):
     return artists
 
 
-def weights_vs_temperature(library, query, ax=None, marks=(1.0, np.sqrt(2)), lo=0.01, hi=100.0):
-    """What does the temperature do? Each book's weight (one line per book) against the
-    temperature on a log axis from ``lo`` to ``hi``; dotted verticals at ``marks``
-    (default: tau = 1 and the Transformer's sqrt(d_k) = sqrt(2)).
+def weights_vs_temperature(temperatures, weights, library, ax=None, marks=(1.0, np.sqrt(2))):
+    """What does the temperature do? The page's table of weights, one line per book, against the
+    temperature on a log axis; dotted verticals at ``marks`` (default: tau = 1 and the
+    Transformer's sqrt(d_k) = sqrt(2)).
 
-    Returns the list of Line2D, one per book, in the library's order (then the marks).
+    temperatures: (n,) positive, increasing; weights: (n, n_books), row i = the weights at
+    ``temperatures[i]``. Returns the list of Line2D, one per book, in the library's order (then the marks).
     """
-    if not 0 < lo < hi:
-        raise ValueError(f"need 0 < lo < hi, got lo={lo}, hi={hi}")
+    taus = np.ravel(np.asarray(temperatures, dtype=float))                    # (n,)
+    weights = np.asarray(weights, dtype=float)
+    if taus.size < 2 or not np.all(taus > 0) or not np.all(np.diff(taus) > 0):
+        raise ValueError(f"temperatures must be positive and increasing, at least two of them, got {taus.size} "
+                         f"values from {taus.min() if taus.size else None} to {taus.max() if taus.size else None}")
+    if weights.shape != (taus.size, library.n_books):
+        raise ValueError(f"weights must have shape (len(temperatures), n_books) = ({taus.size}, {library.n_books}), "
+                         f"got {weights.shape}")
+    lo, hi = taus[0], taus[-1]
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(1.0, 0.4), layout="constrained")
-    taus = np.geomspace(lo, hi, 200)                                          # (200,)
-    weights = np.stack([soft_lookup(query, library, t)[1] for t in taus])     # (200, n_books)
     colors = plt.get_cmap("tab10")(np.arange(library.n_books))
     lines = []
     for j, (title, color) in enumerate(zip(numbered_titles(library), colors)):
@@ -206,7 +212,8 @@ def weights_vs_temperature(library, query, ax=None, marks=(1.0, np.sqrt(2)), lo=
     for t, name, side in zip(marks, ("τ = 1 ", r" $\sqrt{d_k}$"), ("right", "left")):  # one label each side
         ax.text(t, 1.0, name, ha=side, va="top", color="0.35", fontsize=style.FONT_PT)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=style.FONT_PT)
-    ax.set_title("cold: one book takes everything; hot: every book tends to 1/5", fontsize=style.TITLE_PT)
+    ax.set_title(f"cold: one book takes everything; hot: every book tends to 1/{library.n_books}",
+                 fontsize=style.TITLE_PT)
     return lines
 
 

@@ -59,7 +59,18 @@ def test_bank_reads_the_words_that_tell_its_sense(page):
 
 def test_a_token_with_a_zero_query_reads_everyone_equally(page):
     _, w = _attend(page, RIVER)
-    np.testing.assert_allclose(w[RIVER.split().index("flooded")], 0.25)
+    np.testing.assert_allclose(w[RIVER.split().index("the")], 0.25)
+
+
+def test_every_token_at_once_reads_as_the_page_says(page):
+    """"flooded" splits its weight between the two nouns; both nouns read "river" most."""
+    tokens = RIVER.split()
+    _, w = _attend(page, RIVER)
+    river, bank, flooded = (tokens.index(t) for t in ("river", "bank", "flooded"))
+    np.testing.assert_allclose(w[flooded, river], w[flooded, bank])
+    assert w[flooded, [river, bank]].min() > w[flooded].max(initial=0, where=~np.isin(np.arange(4), [river, bank]))
+    for noun in (river, bank):
+        assert w[noun].argmax() == river
 
 
 def test_head_view_takes_the_pages_weights(page):
@@ -97,6 +108,7 @@ def test_the_exercises_sentence_is_the_pages():
     assert ch00.RATES == tuple(RATES.split())
     np.testing.assert_array_equal(ch00.PAGE_W_K, ns["W_k"])
     np.testing.assert_array_equal(ch00.PAGE_W_V, ns["W_v"])
+    np.testing.assert_array_equal(ch00.PAGE_W_Q, ns["W_q"])
 
 
 def test_river_and_flooded_give_the_same_value_but_river_is_found_more(page):

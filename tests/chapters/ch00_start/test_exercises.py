@@ -16,12 +16,12 @@ def test_the_solution_passes_and_the_placeholder_waits():
 
 
 @pytest.mark.parametrize("W, words", [
-    (np.array([[0, 0, 0], [0, 0, 0], [2, 2, 1]]), "asks for money"),
+    (np.array([[0, 0, 1], [0, 0, 1], [2, 2, 1]]), "asks for money"),
     (np.ones((3, 3)), "Change only the last row"),
-    (np.array([[0, 0, 0], [0, 0, 0], [-1, 0, 1]]), "no water"),
-    (np.array([[0, 0, 0], [0, 0, 0], [2, 0, 0]]), "keep its last column 1"),
+    (np.array([[0, 0, 1], [0, 0, 1], [-1, 0, 1]]), "no water"),
+    (np.array([[0, 0, 1], [0, 0, 1], [2, 0, 0]]), "keep its last column 1"),
     (np.zeros((3, 2)), "(3, 3)"),
-    (np.array([[0, 0, 0], [0, 0, 0], [np.nan, 0, 1]]), "NaN"),
+    (np.array([[0, 0, 1], [0, 0, 1], [np.nan, 0, 1]]), "NaN"),
     ("two", "array of numbers"),
 ])
 def test_each_wrong_matrix_is_named(W, words):
@@ -46,7 +46,7 @@ def test_what_happened():
     assert w.argmax() == b
     assert ch00.RATES[int(np.argsort(w)[-2])] == "rates"
     assert out[1] > out[0]
-    assert ch00.check_water_query(sol.GUESS, np.array([[0, 0, 0], [0, 0, 0], [5, 0, 1]]))  # any positive water column
+    assert ch00.check_water_query(sol.GUESS, np.array([[0, 0, 1], [0, 0, 1], [5, 0, 1]]))  # any positive water column
 
 
 def test_a_guess_is_read_whatever_its_case_and_quotes():

@@ -11,7 +11,7 @@ from qkv_viz.core.attention import softmax  # noqa: E402
 
 TOKENS = "the river bank flooded".split()
 X = np.array([[0, 0, 0], [1, 0, 1], [0.3, 0.3, 1], [1, 0, 0.]])
-W_q = np.array([[0, 0, 0], [0, 0, 0], [2, 2, 1.]])
+W_q = np.array([[0, 0, 1], [0, 0, 1], [2, 2, 1.]])
 W_k = np.array([[2, 0, 0], [0, 2, 0], [0, 0, 1.]])
 W_v = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0.]])
 
@@ -44,7 +44,7 @@ def test_bank_moves_ends_each_sentence_where_the_output_added_back_puts_bank():
         assert len(arrows) == int(np.count_nonzero((w[:, None] * V).any(axis=1)))  # one piece per token that gives
         assert np.allclose(arrows[0].xyann, start) and np.allclose(arrows[-1].xy, expected)  # head to tail
     texts = [t.get_text() for t in plt.gca().texts]
-    assert "0.50 × river" in texts and "0.59 × rates" in texts
+    assert "0.55 × river" in texts and "0.62 × rates" in texts
     river_end, rates_end = (np.ravel(e.get_data()) for _, e in drawn)
     assert river_end[0] > river_end[1] and rates_end[1] > rates_end[0]  # towards water, towards money
 

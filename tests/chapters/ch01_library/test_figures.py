@@ -22,17 +22,27 @@ def _close_figures():
     plt.close("all")
 
 
+def _page_table(lib, n=200):
+    """The page's table: weights at n temperatures from 0.01 to 100, (n, n_books)."""
+    taus = np.geomspace(0.01, 100, n)
+    return taus, np.stack([soft_lookup(DEMO_QUERY, lib, t)[1] for t in taus])
+
+
 def test_static_pictures_draw_what_they_return():
     lib = demo_library()
-    lines = weights_vs_temperature(lib, DEMO_QUERY)
+    taus, table = _page_table(lib)
+    lines = weights_vs_temperature(taus[:, None], table, lib)  # the page passes its (200, 1) column
     assert len(lines) == lib.n_books + 2  # one curve per book, then the two marks
-    for j, line in enumerate(lines[:lib.n_books]):  # each curve is that book's weight at its temperature
-        taus, w = line.get_data()
-        np.testing.assert_allclose(w[[0, 100, -1]], [soft_lookup(DEMO_QUERY, lib, t)[1][j] for t in taus[[0, 100, -1]]])
+    for j, line in enumerate(lines[:lib.n_books]):  # each curve is that book's column of the table
+        x, w = line.get_data()
+        np.testing.assert_array_equal(x, taus)
+        np.testing.assert_array_equal(w, table[:, j])
     assert [line.get_label() for line in lines[:lib.n_books]] == [f"{i} {t}" for i, t in enumerate(lib.titles)]
     assert lines[0].get_data()[1][0] > 0.99 and np.allclose([l.get_data()[1][-1] for l in lines[:5]], 0.2, atol=0.02)
-    with pytest.raises(ValueError, match="0 < lo < hi"):
-        weights_vs_temperature(lib, DEMO_QUERY, lo=1.0, hi=0.5)
+    with pytest.raises(ValueError, match="increasing"):
+        weights_vs_temperature(taus[::-1], table, lib)
+    with pytest.raises(ValueError, match="weights must have shape"):
+        weights_vs_temperature(taus, table[:, :3], lib)
     artists = library_and_weights(lib, DEMO_QUERY, temperature=1.0)
     widths = [b.get_width() for b in artists[-1]]
     np.testing.assert_allclose(widths, soft_lookup(DEMO_QUERY, lib, 1.0)[1])
@@ -92,7 +102,7 @@ def test_labels_overlap_neither_each_other_nor_any_arrow(query):
 
 def test_text_is_at_least_the_books_minimum_size():
     lib = demo_library()
-    for artists in (weights_vs_temperature(lib, DEMO_QUERY), library_and_weights(lib, DEMO_QUERY)):
+    for artists in (weights_vs_temperature(*_page_table(lib), lib), library_and_weights(lib, DEMO_QUERY)):
         fig = artists[0].figure
         assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
         sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text()]

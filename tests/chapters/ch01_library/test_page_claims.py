@@ -106,3 +106,11 @@ def test_cold_is_almost_the_hard_lookup_and_hot_the_plain_average():
     np.testing.assert_allclose(hot, 1 / lib.n_books, atol=1e-5)
     for t in np.geomspace(0.01, 100, 9):
         assert list(np.argsort(soft_lookup(DEMO_QUERY, lib, t)[1])) == list(np.argsort(dots))
+
+
+def test_a_query_twice_as_long_acts_as_half_the_temperature():
+    """The temperature section: doubling the query doubles every dot product, as halving tau does."""
+    lib = demo_library()
+    for tau in (0.3, 1.0, np.sqrt(2)):
+        np.testing.assert_allclose(soft_lookup(2 * DEMO_QUERY, lib, 2 * tau)[1], soft_lookup(DEMO_QUERY, lib, tau)[1])
+        assert soft_lookup(2 * DEMO_QUERY, lib, tau)[1].max() > soft_lookup(DEMO_QUERY, lib, tau)[1].max()

@@ -121,12 +121,12 @@ def plot_overflow(sweep, zoom, limit: float, window, axes=None):
     az.set_xlim(c_z[0], c_z[-1])
     az.set_xticks([c_z[0], window[0], window[1], c_z[-1]], [f"{v:.2f}" for v in (c_z[0], *window, c_z[-1])])
     az.set_title(f"zoom: {c_z[0]:g} to {c_z[-1]:g}")
-    az.legend(handles=[az.patches[-1]], loc="upper left", fontsize=style.MIN_FONT_PT)
+    az.legend(handles=[az.patches[-1]], loc="upper left", fontsize=style.FONT_PT)
     ax.set_ylabel("weight of the top score")
     ax.set_xlabel("top score c in [c, c-1, c-2]")
     az.set_xlabel("c")
     ax.set_title("scores [c, c-1, c-2]")
-    ax.legend(loc="lower left")
+    ax.legend(loc="lower left", fontsize=style.FONT_PT)
     middle = (c_z[0] + c_z[-1]) / 2
     arrow = ax.annotate(f"zoom at right:\n{c_z[0]:g} to {c_z[-1]:g}", xy=(middle, 0.45), xytext=(0.3, 0.45),
                         textcoords=("axes fraction", "data"), ha="center", va="center",

@@ -10,8 +10,8 @@ from qkv_viz.chapters.ch08_mistakes import mistakes
 
 
 def top_weight(c):
-    """Section 4's lines: the top score's weight in [c, c-1, c-2], naive and stable."""
-    scores = c[:, None] + np.array([0.0, -1.0, -2.0])
+    """Section 4's lines: the top score's weight in [c, c-1, c-2] in float32, naive and stable."""
+    scores = (c[:, None] + np.array([0.0, -1.0, -2.0])).astype(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         naive = np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
     return naive[:, 0], softmax(scores)[:, 0]
@@ -52,10 +52,12 @@ def test_torch_softmax_handles_large_float32_logits_hand_written_torch_does_not(
 
 
 def test_stable_softmax_is_the_same_for_every_shift():
-    naive, stable = top_weight(np.linspace(600, 800, 401))
-    np.testing.assert_allclose(stable, stable[0])
+    c = np.linspace(60, 120, 601)
+    naive, stable = top_weight(c)
+    np.testing.assert_allclose(stable, stable[0], atol=1e-4)   # float32 rounds the gaps c - (c-1)
     assert np.isnan(naive[-1]) and not np.isnan(naive[0])
-    assert np.isnan(naive[np.linspace(600, 800, 401) > np.log(np.finfo(float).max)]).all()
+    assert np.isnan(naive[c > np.log(np.finfo(np.float32).max)]).all()
+    assert not np.isnan(naive[c < 88.0]).any()
 
 
 def test_scaled_toy_scores_give_chapter_3s_weights():
@@ -133,9 +135,9 @@ def test_row_5_only_differences_count_and_big_gaps_kill_the_gradient():
 
 
 def test_the_naive_softmax_returns_a_silent_0_just_below_the_overflow():
-    limit = np.log(np.finfo(float).max)
+    limit = np.log(np.finfo(np.float32).max)
     window = (limit - np.log(1 + np.exp(-1) + np.exp(-2)), limit)
-    c_fine = np.linspace(709.0, 710.0, 1001)
+    c_fine = np.linspace(88.0, 89.0, 1001)
     naive, _ = top_weight(c_fine)
     zero = c_fine[naive == 0]
     assert zero.size > 0 and zero.min() >= window[0] - 1e-3 and zero.max() <= window[1]
@@ -161,16 +163,22 @@ def test_changing_the_last_word_moves_no_earlier_output_only_under_the_causal_ma
             assert moved[:-1].max() == 0.0
 
 
-def test_tying_k_and_v_trades_matching_against_content():
-    """Section 2: the query asks by type, the contents are new in every sentence. No blend of
-    the label and content projections, used for both K and V, does both jobs, and no W_q
-    helps (random W_q at every gain); separate W_k, W_v do both exactly."""
+def _tied_toy():
+    """Section 2's toy: contents (N, 3, 2), tokens x (N, 3, 5), queries (3, 5), W_label, W_content (5, 2)."""
     content = np.random.default_rng(0).normal(size=(500, 3, 2))
     x = np.concatenate([np.broadcast_to(np.eye(3), (500, 3, 3)), content], axis=-1)
     x_query = np.hstack([np.eye(3), np.zeros((3, 2))])
     angles = 2 * np.pi * np.arange(3) / 3
     W_label = np.vstack([4 * np.c_[np.cos(angles), np.sin(angles)], np.zeros((2, 2))])
     W_content = np.vstack([np.zeros((3, 2)), np.eye(2)])
+    return content, x, x_query, W_label, W_content
+
+
+def test_tying_k_and_v_trades_matching_against_content():
+    """Section 2: the query asks by type, the contents are new in every sentence. No blend of
+    the label and content projections, used for both K and V, does both jobs, and no W_q
+    helps (random W_q at every gain); separate W_k, W_v do both exactly."""
+    content, x, x_query, W_label, W_content = _tied_toy()
 
     def match_and_error(W_k, W_v, W_q=W_label):
         w = softmax((x_query @ W_q) @ (x @ W_k).swapaxes(-1, -2) / np.sqrt(2))   # (N, 3, 3)
@@ -204,3 +212,25 @@ def test_merging_heads_without_the_transpose_keeps_the_shape_and_mixes_tokens():
     np.testing.assert_array_equal(merged % 10, np.arange(T)[:, None] + np.zeros((1, H * d_v)))
     q, k = (np.random.default_rng(2).normal(size=(4, 16)) @ init_projection(16, 4, seed=s) for s in (4, 5))
     assert (q @ k).shape == (q @ k.T).shape and np.linalg.norm(q @ k - q @ k.T) > 0.5 * np.linalg.norm(q @ k.T)
+
+
+def test_a_tied_k_v_twice_as_wide_finds_the_token_and_returns_its_content_and_its_label():
+    """Section 2's last line: tying fails at the same width, not at any width."""
+    content, x, x_query, W_label, W_content = _tied_toy()
+    q = x_query @ np.hstack([W_label, np.zeros((5, 2))])
+    kv = x @ np.hstack([W_label, W_content])
+    out = softmax(q @ kv.swapaxes(-1, -2) / 2.0) @ kv
+    assert np.linalg.norm(out[..., 2:] - content, axis=-1).mean() < 1e-3
+    np.testing.assert_allclose(out[..., :2], np.broadcast_to(q[:, :2], out[..., :2].shape), atol=1e-3)
+
+
+def test_a_b_1_s_padding_mask_on_b_h_t_s_scores_masks_head_h_with_sentence_h():
+    from qkv_viz import masked_softmax
+    pad = np.arange(3) < np.array([3, 1])[:, None]                 # (B, S)
+    scores = np.zeros((2, 2, 3, 3))                                 # (B, H, T, S), B = H
+    right = masked_softmax(scores, pad[:, None, None, :])
+    bug = masked_softmax(scores, np.broadcast_to(pad[:, None, :], scores.shape))
+    np.testing.assert_allclose(right[1, :, 0, 1:].sum(-1), [0, 0])
+    np.testing.assert_allclose(bug[1, :, 0, 1:].sum(-1), [2 / 3, 0])
+    with pytest.raises(ValueError):                                 # B != H: numpy refuses
+        np.broadcast_to(np.ones((2, 1, 3), dtype=bool), (2, 4, 3, 3))

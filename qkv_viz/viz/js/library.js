@@ -101,7 +101,11 @@ function render({model, el}) {
     }
     arrow(s.query[0], s.query[1], QUERY_COLOUR, 2, [5, 3]);
     text(ctx, "query", X(s.query[0]) - 4, Y(s.query[1]) - 8, {align: "right", font: LBOLD, colour: QUERY_TEXT});
-    text(ctx, keyName(0), box.x + box.w / 2, box.y + box.h + 20, {align: "center", font: LFONT});
+    for (let v = -2 * Math.floor(lim / 2); v <= lim; v += 2) {  // ticks at the even numbers, as in the still
+      text(ctx, String(v), X(v), box.y + box.h + 15, {align: "center", font: LSMALL});
+      text(ctx, String(v), box.x - 4, Y(v), {align: "right", base: "middle", font: LSMALL});
+    }
+    text(ctx, keyName(0), box.x + box.w / 2, box.y + box.h + 34, {align: "center", font: LFONT});
     text(ctx, keyName(1), 12, box.y + box.h / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: LFONT});
     const at = (x, y) => `(${x.toFixed(1)}, ${y.toFixed(1)})`;
     describe(plane.canvas, `the query (dashed arrow) at ${at(s.query[0], s.query[1])} and the ${nBooks} books' keys `

@@ -11,7 +11,7 @@ import numpy as np
 from qkv_viz.viz import style
 
 MOVE_COLORS = ("#0072B2", "#E69F00")  # one per sentence: blue (the river one), orange (the money one)
-PIECE_MIN = 0.1                       # pieces shorter than this are drawn but not labelled
+PIECE_MIN = 0.2                       # pieces shorter than this are drawn but not labelled
 
 
 def bank_moves(moves, ax=None):

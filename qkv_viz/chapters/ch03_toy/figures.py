@@ -23,13 +23,18 @@ def barycentric(point, corners) -> np.ndarray:
     return np.linalg.solve(A, np.append(point, 1.0))
 
 
-def plot_rows_times_columns(Q, K, i: int = 0, j: int = 1, ax=None):
+def plot_rows_times_columns(Q, K, i: int = 0, j: int = 1, ax=None, row_names=None, col_names=None,
+                            labels=("$Q$: row = a query", "$K^\\top$: column\n= a key", "$QK^\\top$:\nthe dot\nproducts"),
+                            colors=None, decimals=None, sum_name=None):
     """Q K^T drawn as rows times columns: Q (T, d_k) on the left, K^T (d_k, S) on top, their
     product, the dot products (T, S), where the two meet. Row ``i`` of Q and column ``j`` of
     K^T are coloured (query, key) and their cell of the product is framed, with the sum that
-    gives it written out. Rows are labelled q_0, q_1, ..., columns k_0, k_1, .... Every number is
-    computed from Q and K. Returns a dict: "cells" (the product's texts, (T, S) nested lists),
-    "sum" (the written-out sum's text)."""
+    gives it written out. Rows are labelled q_0, q_1, ..., columns k_0, k_1, ... (or ``row_names``,
+    ``col_names``); ``labels`` name the three matrices, ``colors`` the two factors' highlights;
+    ``decimals`` rounds the numbers (None: as short as they are); ``sum_name`` names the framed cell in the
+    written-out sum (default: row name · column name). Any product A @ B draws as
+    ``plot_rows_times_columns(A, B.T, ...)``. Every number is computed from Q and K. Returns a dict:
+    "cells" (the product's texts, (T, S) nested lists), "sum" (the written-out sum's text)."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
@@ -41,6 +46,11 @@ def plot_rows_times_columns(Q, K, i: int = 0, j: int = 1, ax=None):
     (T, d_k), S = Q.shape, K.shape[0]
     if not (0 <= i < T and 0 <= j < S):
         raise ValueError(f"i must be in 0..{T - 1} and j in 0..{S - 1}, got i={i}, j={j}")
+    row_names = [f"$q_{r}$" for r in range(T)] if row_names is None else list(row_names)
+    col_names = [f"$k_{c}$" for c in range(S)] if col_names is None else list(col_names)
+    if len(row_names) != T or len(col_names) != S:
+        raise ValueError(f"row_names needs {T} names and col_names {S}, got {len(row_names)} and {len(col_names)}")
+    c_row, c_col = (style.QUERY_COLOR, style.KEY_COLOR) if colors is None else colors
     dots = Q @ K.T                                     # (T, d_k) @ (d_k, S) -> (T, S)
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.6, 0.62))
@@ -52,30 +62,33 @@ def plot_rows_times_columns(Q, K, i: int = 0, j: int = 1, ax=None):
         return ax.text(x + 0.5, y + 0.5, text, ha="center", va="center", fontsize=fn, fontweight=weight, zorder=4)
 
     def num(v):
-        return f"{v:g}"
+        return f"{v:g}" if decimals is None else f"{v:.{decimals}f}"
 
     for r in range(T):                                 # Q: rows are queries
         for c in range(d_k):
-            cell(c, r, num(Q[r, c]), style.QUERY_COLOR + "40" if r == i else "white")
-        ax.text(-0.15, r + 0.5, f"$q_{r}$", ha="right", va="center", fontsize=fs,
-                color=style.QUERY_COLOR if r == i else "black")
+            cell(c, r, num(Q[r, c]), c_row + "40" if r == i else "white")
+        ax.text(-0.15, r + 0.5, row_names[r], ha="right", va="center", fontsize=fs,
+                color=c_row if r == i else "black")
     for r in range(d_k):                               # K^T: columns are keys
         for c in range(S):
-            cell(x0 + c, -d_k - 0.6 + r, num(K[c, r]), style.KEY_COLOR + "40" if c == j else "white")
+            cell(x0 + c, -d_k - 0.6 + r, num(K[c, r]), c_col + "40" if c == j else "white")
     for c in range(S):
-        ax.text(x0 + c + 0.5, -d_k - 0.75, f"$k_{c}$", ha="center", va="bottom", fontsize=fs,
-                color=style.KEY_COLOR if c == j else "black")
+        ax.text(x0 + c + 0.5, -d_k - 0.75, col_names[c], ha="center", va="bottom", fontsize=fs,
+                color=c_col if c == j else "black")
     texts = [[cell(x0 + c, r, num(dots[r, c]), "0.92" if (r == i or c == j) else "white",
                    edge="black" if (r, c) == (i, j) else "0.6", lw=2.2 if (r, c) == (i, j) else 0.8,
                    weight="bold" if (r, c) == (i, j) else "normal")
               for c in range(S)] for r in range(T)]
-    ax.text(d_k / 2, -0.2, "$Q$: row = a query", ha="center", va="bottom", fontsize=fs, color=style.QUERY_COLOR)
-    ax.text(x0 + S + 0.15, -d_k / 2 - 0.6, "$K^\\top$: column\n= a key", ha="left", va="center", fontsize=fs,
-            color=style.KEY_COLOR)
-    ax.text(x0 + S + 0.15, T / 2, "$QK^\\top$:\nthe dot\nproducts", ha="left", va="center", fontsize=fs)
-    terms = " + ".join(f"{num(Q[i, c])}·{num(K[j, c])}" for c in range(d_k))
-    total = ax.text(x0 + S / 2, T + 0.25, f"$q_{i}\\cdot k_{j}$ = {terms} = {num(dots[i, j])}", ha="center",
-                    va="top", fontsize=fs + 1)
-    ax.set(xlim=(-1.0, x0 + S + 2.0), ylim=(T + 1.0, -d_k - 1.4), aspect="equal")
+    ax.text(d_k / 2, -0.2, labels[0], ha="center", va="bottom", fontsize=fs, color=c_row)
+    ax.text(x0 + S + 0.15, -d_k / 2 - 0.6, labels[1], ha="left", va="center", fontsize=fs, color=c_col)
+    ax.text(x0 + S + 0.15, T / 2, labels[2], ha="left", va="center", fontsize=fs)
+    def factor(v):                                     # a negative factor in brackets: 1·(-1), not 1·-1
+        return f"({num(v)})" if v < 0 else num(v)
+
+    terms = " + ".join(f"{factor(Q[i, c])}·{factor(K[j, c])}" for c in range(d_k))
+    name = f"{row_names[i]}$\\cdot${col_names[j]}" if sum_name is None else sum_name
+    total = ax.text(x0 + S / 2, T + 0.25, f"{name} = {terms} = {num(dots[i, j])}",
+                    ha="center", va="top", fontsize=fs + 1)
+    ax.set(xlim=(-1.0, x0 + S + 2.6), ylim=(T + 1.0, -d_k - 1.4), aspect="equal")
     ax.axis("off")
     return {"cells": texts, "sum": total}

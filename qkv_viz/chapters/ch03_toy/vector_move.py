@@ -142,13 +142,15 @@ class VectorMoveFigure(CheckedFigure):
             # every key from the origin, in its value's colour, solid
             colour = SHARE_COLOURS[j % 3]
             left.arrow(0, 0, *k, color=colour, width=0.03, zorder=2, **arrow)
-            left.annotate(f"k{j}" + (" (= q)" if j == same else ""), k, xytext=(6, -4) if j == same else (4, 4), ha="left",
-                          va="top" if j == same else "bottom", textcoords="offset points", color=SHARE_TEXT[j % 3],
-                          fontweight="bold")
+            near_top = k[1] > Q_LIM - 0.5  # a tip at the plane's top edge: its label below-left, clear of the title
+            offset, ha, va = ((-6, -6), "right", "top") if near_top else (((6, -4), "left", "top") if j == same
+                                                                         else ((4, 4), "left", "bottom"))
+            left.annotate(f"k{j}" + (" (= q)" if j == same else ""), k, xytext=offset, ha=ha, va=va,
+                          textcoords="offset points", color=SHARE_TEXT[j % 3], fontweight="bold")
         left.annotate("q", q, xytext=(-8, 6), textcoords="offset points", ha="right", va="bottom",
                       color=Q_TEXT, fontweight="bold")
-        left.text(0.03, 0.03, f"q = ({q[0]:.1f}, {q[1]:.1f})" + (f" = k{same}" if same is not None else ""),
-                  transform=left.transAxes, color=Q_TEXT, fontweight="bold")
+        left.set_xlabel(f"q = ({q[0]:.1f}, {q[1]:.1f})" + (f" = k{same}" if same is not None else ""),
+                         color=Q_TEXT, fontweight="bold")
         left.set(xlim=(-Q_LIM, Q_LIM), ylim=(-Q_LIM, Q_LIM), title="the query among the keys")
         right.add_patch(Polygon(V, closed=True, facecolor="#000000", alpha=0.08, edgecolor="#999", lw=0.8))
         if len(V) == 3:  # name the triangle at its centre: every output lands inside it
@@ -169,8 +171,7 @@ class VectorMoveFigure(CheckedFigure):
         right.annotate("output", output, xytext=(10, -10), textcoords="offset points", ha="left", va="top",
                        color=OUTPUT_COLOUR, fontweight="bold", arrowprops=dict(arrowstyle="-", color=OUTPUT_COLOUR,
                                                                                lw=0.8))
-        right.text(0.03, 0.03, f"output ({output[0]:.2f}, {output[1]:.2f})", transform=right.transAxes,
-                   color=OUTPUT_COLOUR, fontweight="bold")
+        right.set_xlabel(f"output ({output[0]:.2f}, {output[1]:.2f})", color=OUTPUT_COLOUR, fontweight="bold")
         right.set(xlim=(lo - pad, hi + pad), ylim=(lo - pad, hi + pad), title=r"output = $\Sigma_j\, w_j v_j$")
         for ax in (left, right):
             ax.set_aspect("equal")

@@ -131,8 +131,10 @@ function render({model, el}) {
       // every key from the origin, in its value's colour; a key equal to q is dashed over it
       const colour = SHARE_COLOURS[j % SHARE_COLOURS.length];
       drawArrow(ctx, qp, [0, 0], kj, colour, 2, equal ? [5, 4] : []);
-      text(ctx, `k${j}${equal ? " (= q)" : ""}`, qp.X(kj[0]) + 5, qp.Y(kj[1]) - 5,
-           {font: B13, colour: SHARE_TEXT[j % SHARE_TEXT.length]});
+      // the label above-right of the tip; a tip at the plane's top edge gets it below-left, clear of the title
+      const nearTop = qp.Y(kj[1]) - 5 < qp.box.y + 14;
+      text(ctx, `k${j}${equal ? " (= q)" : ""}`, qp.X(kj[0]) + (nearTop ? -6 : 5), qp.Y(kj[1]) + (nearTop ? 14 : -5),
+           {font: B13, colour: SHARE_TEXT[j % SHARE_TEXT.length], align: nearTop ? "right" : "left"});
     }
     text(ctx, `q = (${s.q[0].toFixed(1)}, ${s.q[1].toFixed(1)})${same >= 0 ? ` = k${same}` : ""}`,
          qp.box.x + 6, qp.box.y + qp.box.h - 8, {font: B13, colour: Q_TEXT});

@@ -81,13 +81,14 @@ def test_browser_maths_equal_the_core(q, scale):
 
 def test_a_query_equal_to_a_key_is_said_in_the_picture():
     from qkv_viz.chapters.ch03_toy.vector_move import vector_move
-    fig = vector_move()  # token 0's query (1, 2) is exactly k1
-    assert fig.same_as_key() == 1
-    texts = [t.get_text() for ax in fig.still().axes for t in ax.texts]
-    assert "q = (1.0, 2.0) = k1" in texts
-    fig.q = [1.5, 2.0]
+    fig = vector_move()  # token 0's query (1, 2) equals no key
     assert fig.same_as_key() is None
-    assert "q = (1.5, 2.0)" in [t.get_text() for ax in fig.still().axes for t in ax.texts]
+    assert fig.still().axes[0].get_xlabel() == "q = (1.0, 2.0)"   # the readout sits under the plane, off its axis
+    fig.q = [-1.0, 3.0]                                         # exactly k1
+    assert fig.same_as_key() == 1
+    left, right = fig.still().axes[:2]
+    assert left.get_xlabel() == "q = (-1.0, 3.0) = k1" and "k1 (= q)" in [t.get_text() for t in left.texts]
+    assert right.get_xlabel().startswith("output (")
 
 
 def test_still_shows_the_shares_below_as_the_text_says():
@@ -100,7 +101,7 @@ def test_still_shows_the_shares_below_as_the_text_says():
     np.testing.assert_allclose(widths, fig.weights)
 
 
-def test_still_draws_the_query_as_a_solid_arrow_and_names_the_key_it_equals():
+def test_still_draws_the_query_as_a_solid_arrow_and_names_the_keys():
     from matplotlib.patches import FancyArrow
     from qkv_viz.chapters.ch03_toy.vector_move import vector_move
     left = vector_move().still().axes[0]
@@ -108,4 +109,4 @@ def test_still_draws_the_query_as_a_solid_arrow_and_names_the_key_it_equals():
     orange = [p for p in left.patches if isinstance(p, FancyArrow)
               and np.allclose(p.get_facecolor()[:3], matplotlib.colors.to_rgb(style.QUERY_COLOR))]
     assert len(orange) == 1                                                 # the query's arrow
-    assert "k1 (= q)" in [t.get_text() for t in left.texts]
+    assert {"k0", "k1", "k2"} <= {t.get_text() for t in left.texts}         # every key named

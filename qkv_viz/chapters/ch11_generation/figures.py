@@ -8,32 +8,36 @@ from matplotlib.ticker import FuncFormatter
 from qkv_viz.viz import style
 
 
-def plot_step_costs(steps, costs, title: str = "", ax=None):
+def plot_step_costs(steps, costs, title: str = "", ax=None, zoom: int = 2):
     """The counted FLOPs of each generation step, one line per way of computing it, on linear axes
-    (a line is linear in t, a parabola quadratic); an inset draws the first (the cached) way on its
-    own scale.
+    (a line is linear in t, a parabola quadratic); an inset draws the first ``zoom`` ways (the
+    linear ones: cached, recompute K and V) on their own scale.
 
     ``steps`` (T,) the token positions t, ``costs`` a dict {label: (T,) FLOPs}, in the order drawn
     (the first is the cached one). Returns the ``Line2D`` artists, one per entry of ``costs``.
     """
+    from matplotlib.ticker import MaxNLocator
+
     steps = np.asarray(steps)
     if not costs or any(np.shape(ys) != steps.shape for ys in costs.values()):
         raise ValueError(f"costs must map labels to arrays of shape {steps.shape} (one FLOP count per step), "
                          f"got shapes {[np.shape(ys) for ys in costs.values()]}")
     if ax is None:
-        _, ax = plt.subplots(figsize=style.figsize(0.8, 0.42), layout="constrained")
+        _, ax = plt.subplots(figsize=style.figsize(0.8, 0.5), layout="constrained")
     colors = (style.SCALED_COLOR, style.CONTROL_COLOR, style.UNSCALED_COLOR, *style.SERIES)
     lines = [ax.plot(steps, ys, color=color, label=label)[0]
              for (label, ys), color in zip(costs.items(), colors)]
+    millions = FuncFormatter(lambda v, _: f"{v / 1e6:,.0f}M" if v else "0")
     ax.set(xlabel="token t (step)", ylabel="FLOPs of the step", title=title)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e6:,.0f}M"))
+    ax.yaxis.set_major_formatter(millions)
     ax.legend(loc="upper left")                      # top left: the curves start low there
-    first = next(iter(costs.values()))
-    inset = ax.inset_axes((0.08, 0.3, 0.26, 0.32))    # under the legend: the cached line on its own linear scale
-    inset.plot(steps, first, color=colors[0])
-    inset.set_title("with the cache, zoomed in", fontsize=style.ANNOTATION_PT)
-    inset.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e3:,.0f}k"))
-    inset.set_xticks([steps[0], steps[-1] // 2, steps[-1]])
+    inset = ax.inset_axes((0.1, 0.3, 0.26, 0.3))      # under the legend: the linear ways on their own scale
+    for ys, color in list(zip(costs.values(), colors))[:zoom]:
+        inset.plot(steps, ys, color=color)
+    inset.set_title("the linear ones, zoomed in", fontsize=style.ANNOTATION_PT)
+    inset.yaxis.set_major_formatter(millions)
+    inset.yaxis.set_major_locator(MaxNLocator(nbins=2, integer=True))
+    inset.xaxis.set_major_locator(MaxNLocator(nbins=2, steps=[1, 5, 10]))   # round steps: 0, 500, 1000
     inset.tick_params(labelsize=style.ANNOTATION_PT)
     return lines
 

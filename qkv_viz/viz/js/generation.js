@@ -141,7 +141,7 @@ function render({model, el}) {
   kv.value = String(model.get("n_kv_heads"));
   const readout = h("div", {class: "qkv-gen-readout", role: "status", style: "font-family:monospace;white-space:pre-wrap"});
   const message = h("div", {class: "qkv-message", role: "status"});
-  const cell = 32, left = 62, top = 50, cw = 26, gap = 8, rowH = 32;
+  const cell = 32, left = 62, top = 50, cw = 28, gap = 8, rowH = 32;   // cw: a 12 px "-4.5" fits
   const block = dh * cw, cacheW = H * block + (H - 1) * gap;
   const wbar = left + Tmax * cell + 12;                       // the weights' colour bar
   const kx = wbar + 70, vx = kx + cacheW + 20, dbar = vx + cacheW + 14;
@@ -153,7 +153,7 @@ function render({model, el}) {
     message, pic.canvas, readout,
     h("div", {class: "qkv-hint", text: "Each step projects only the new token: its query (used once), one new row "
       + "of K and of V. Its output's logits choose the next word, which becomes the next step's token. "
-      + "1 K/V head: both query heads read averaged keys and values."})]));
+      + "Set K/V heads to 1: both query heads then read one averaged K/V head."})]));
   const s = {step: model.get("step"), head: model.get("head"), kv: model.get("n_kv_heads")};  // checked by sync()
 
   function drawCache(ctx, values, x0, label, t, T, Hkv, maxAbs) {
@@ -180,7 +180,7 @@ function render({model, el}) {
           ctx.fillStyle = divColour(val / maxAbs);
           ctx.fillRect(cx, y, cw - 1, rowH - 2);
           if (Math.abs(val) > 1e-9)
-            text(ctx, short(val), cx + cw / 2, y + rowH / 2, {align: "center", base: "middle", font: SMALL,
+            text(ctx, short(val), cx + cw / 2, y + rowH / 2, {align: "center", base: "middle", font: FONT,
                  colour: Math.abs(val) / maxAbs > 0.6 ? "#fff" : "#000"});
         }
       if (i === t) {                                  // the row this step appended
@@ -252,7 +252,7 @@ function render({model, el}) {
         ctx.fillStyle = divColour(val / maxAbs);
         ctx.fillRect(cx, qy, cw - 1, 20);
         if (Math.abs(val) > 1e-9) text(ctx, short(val), cx + cw / 2, qy + 10, {align: "center", base: "middle",
-             font: SMALL, colour: Math.abs(val) / maxAbs > 0.6 ? "#fff" : "#000"});
+             font: FONT, colour: Math.abs(val) / maxAbs > 0.6 ? "#fff" : "#000"});
       }
     ctx.strokeStyle = "#222";
     ctx.strokeRect(kx + hd * (block + gap) - 1.5, qy - 1.5, block + 2, 23);

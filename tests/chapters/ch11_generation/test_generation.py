@@ -153,3 +153,22 @@ def test_rope_keys_turned_once_as_they_enter_the_cache_give_the_training_pass():
         np.testing.assert_allclose(row[:, 0], training[:, t], atol=1e-12)
     # turning the values too would change the outputs: the page's "values are not turned" matters
     assert np.abs(softmax(np.where(np.tri(T, dtype=bool), scores, -np.inf), axis=-1) @ apply_rope(V) - training).max() > 1e-3
+
+
+def test_the_pages_lines_are_the_package_functions():
+    """Chapter 11 writes the cache formula and the K/V averaging in numpy; they are cache_table's
+    bytes per token and group_kv_heads (shared_kv) on the page's layer."""
+    from qkv_viz.core.kv_cache import group_kv_heads
+
+    gqa = ModelConfig("gqa", "x", n_layers=32, n_heads=32, n_kv_heads=8, head_dim=128, max_tokens=8192, params=8e9)
+    for m in (LLAMA2_7B, gqa):
+        per_token = 2 * m.n_layers * m.n_kv_heads * m.head_dim * 2        # the page's line
+        row = cache_table([m], n_tokens=4096)[0]
+        assert row["per_token"] == per_token and row["context"] == per_token * min(4096, m.max_tokens)
+    _, layer0 = toy_layer()
+    n_q, w_head = 4, 4
+    for n_kv in (4, 2, 1):
+        W = layer0.W_k
+        page = W.reshape(len(W), n_kv, n_q // n_kv, w_head).mean(axis=2).reshape(len(W), n_kv * w_head)
+        np.testing.assert_array_equal(page, group_kv_heads(W, n_q, n_kv))
+        np.testing.assert_array_equal(page, shared_kv(layer0, n_kv).W_k)

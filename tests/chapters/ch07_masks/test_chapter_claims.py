@@ -176,3 +176,17 @@ def test_a_mask_with_a_head_axis_of_1_masks_every_head_alike():
     for h in range(3):
         np.testing.assert_allclose(weights[:, h], masked_softmax(scores[:, h], mask))
     assert np.all(weights[np.broadcast_to(~mask[:, None], weights.shape)] == 0)
+
+
+def test_changing_the_last_input_moves_no_earlier_output_under_the_causal_mask():
+    """Chapter 7's causality claim, on random self-attention: change the last token's key and value;
+    with the causal mask outputs 0..T-2 are unchanged exactly, without it they all move."""
+    rng = np.random.default_rng(3)
+    q, k, v = rng.normal(size=(3, 6, 4))
+    k2, v2 = k.copy(), v.copy()
+    k2[-1], v2[-1] = rng.normal(size=(2, 4))
+    for mask, moves in ((causal_mask(6), False), (None, True)):
+        before, _ = scaled_dot_product_attention(q, k, v, mask=mask)
+        after, _ = scaled_dot_product_attention(q, k2, v2, mask=mask)
+        change = np.abs(after[:-1] - before[:-1]).max(axis=-1)       # (T-1,): earlier outputs
+        assert np.all(change > 1e-6) if moves else np.all(change == 0)

@@ -194,3 +194,23 @@ def test_the_pages_effective_keys_is_the_packages_effective_tokens():
     w[0, 0] = [1, 0, 0, 0, 0]
     mine = np.exp(-(w * np.log(np.maximum(w, 1e-300))).sum(-1))
     np.testing.assert_allclose(mine, effective_tokens(w))
+
+
+def test_with_the_toys_keys_any_one_head_passes_the_colours_as_one_number():
+    """The page's narrowed claim: another W_q tilts the row, but with these keys (they read no colour)
+    one head's value for "sat" carries the colours only as a_cat c_cat + a_mat c_mat, times W_v's colour row."""
+    X = np.array([[1., 0, 0, 1, 0, 0], [0., 0, 1, 0, 0, 0], [0., 1, 0, -1, 0, 0]])
+    W_k = np.zeros((6, 2)); W_k[0, 0] = W_k[1, 1] = 1
+    rng = np.random.default_rng(3)
+    tilted = 0
+    for _ in range(200):
+        W_q, W_v = rng.normal(size=(6, 2)) * 3, rng.normal(size=(6, 2))
+        for c_cat, c_mat in rng.normal(size=(5, 2)):
+            Xc = X.copy(); Xc[0, 3], Xc[2, 3] = c_cat, c_mat
+            s = (Xc @ W_q)[1] @ (Xc @ W_k).T / np.sqrt(2)
+            a = np.exp(s - s.max()); a /= a.sum()
+            X0 = Xc.copy(); X0[:, 3] = 0                                # the same sentence without colours
+            colour_part = a @ (Xc @ W_v) - a @ (X0 @ W_v)               # keys read no colour: same weights a
+            np.testing.assert_allclose(colour_part, (a[0] * c_cat + a[2] * c_mat) * W_v[3], atol=1e-12)
+            tilted += abs(a[0] - a[2]) > 0.1
+    assert tilted > 100                                                  # most W_q do tilt the row

@@ -56,7 +56,7 @@ def plot_split(n_heads: int = 2, d_head: int = 2, wrong: bool = False, ax=None, 
 
 
 def plot_weight_maps(maps, tokens, axes, hatch="////", fmt=".2f"):
-    """Section 5's panels: one attention map per entry of ``maps`` (name -> (weights (T, S),
+    """Section 6's panels: one attention map per entry of ``maps`` (name -> (weights (T, S),
     mask (T, S) bool, True = may look, caption)), token names on both axes, hidden cells
     hatched, each visible cell's weight written in it (``fmt``), the name and caption as the
     panel's title, "keys" under each map. Returns the images (one per panel)."""
@@ -133,35 +133,3 @@ def plot_overflow(sweep, zoom, limit: float, window, axes=None):
                         arrowprops=dict(arrowstyle="->", color="0.2"))
     return lines, arrow
 
-
-def plot_shift_stretch(rows, ax=None, keys=None):
-    """Section 5's picture: the softmax weights of each row of scores in ``rows`` (name -> (S,)
-    scores), as grouped bars, each group's legend entry giving ``||J||_F``, the size of softmax's
-    Jacobian at that row (how far the weights move when the scores move). Returns the bar containers.
-    """
-    import matplotlib.pyplot as plt
-
-    from qkv_viz.core.softmax import softmax, softmax_jacobian
-
-    if not rows:
-        raise ValueError("rows: give at least one (name, scores) pair")
-    S = len(next(iter(rows.values())))
-    if any(np.ndim(r) != 1 or len(r) != S for r in rows.values()):
-        raise ValueError(f"rows: every row must be 1-D of the same length; got shapes "
-                         f"{[np.shape(r) for r in rows.values()]}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=style.figsize(0.6, 0.34))
-    width = 0.8 / len(rows)
-    bars = []
-    for i, (name, scores) in enumerate(rows.items()):
-        p = softmax(np.asarray(scores, dtype=float))
-        J = np.linalg.norm(softmax_jacobian(p))
-        b = ax.bar(np.arange(S) + (i - (len(rows) - 1) / 2) * width, p, width,
-                   color=style.SERIES[i % len(style.SERIES)], label=f"{name}: ||J||_F = {J:.1e}")
-        ax.bar_label(b, fmt="%.2f", fontsize=style.ANNOTATION_PT)
-        bars.append(b)
-    ax.set_xticks(range(S), keys or [f"key {j}" for j in range(S)])
-    ax.set_ylabel(style.WEIGHTS_LABEL)
-    ax.set_ylim(0, 1.15)
-    ax.legend(fontsize=style.ANNOTATION_PT)
-    return bars

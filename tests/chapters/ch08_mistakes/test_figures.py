@@ -86,20 +86,3 @@ def test_plot_overflow_draws_both_panels_the_nan_band_and_the_zero_window():
         plot_overflow((c, c[:3], c), (c_fine, c_fine, c_fine), limit, window, axes=axes)
     plt.close(fig)
 
-
-def test_plot_shift_stretch_bars_are_the_weights_and_the_legend_gives_the_jacobian_size():
-    import matplotlib.pyplot as plt
-
-    from qkv_viz import softmax
-    from qkv_viz.chapters.ch08_mistakes.figures import plot_shift_stretch
-    s = np.array([2.0, 1.0, 0.0])
-    bars = plot_shift_stretch({"s": s, "s + 100": s + 100, "10 s": 10 * s})
-    heights = np.array([[r.get_height() for r in b] for b in bars])     # (3 rows, S keys)
-    np.testing.assert_allclose(heights[0], softmax(s))
-    np.testing.assert_allclose(heights[1], heights[0])                   # a shift changes no weight
-    assert heights[2, 0] > 0.9999                                       # a stretch goes one-hot
-    legend = [t.get_text() for t in bars[0][0].axes.get_legend().get_texts()]
-    assert legend == ["s: ||J||_F = 3.9e-01", "s + 100: ||J||_F = 3.9e-01", "10 s: ||J||_F = 9.1e-05"]
-    plt.close("all")
-    with pytest.raises(ValueError, match="rows"):
-        plot_shift_stretch({"a": s, "b": s[:2]})

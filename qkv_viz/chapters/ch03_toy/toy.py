@@ -17,13 +17,14 @@ from qkv_viz.core.attention import resolve_scale
 from qkv_viz.core.softmax import softmax
 
 # Concrete vectors in d_k = 2 that give the articles' scores for token 0:
-# q0 . k0 = 1*0 + 2*1 = 2,  q0 . k1 = 1*(-1) + 2*3 = 5,  q0 . k2 = 1*1 + 2*0 = 1.
-# q0 equals no key: k0 is closer to it in direction, k1 wins by its length.
+# q0 . k0 = 1*0 + 2*1 = 2,  q0 . k1 = 1*3 + 2*1 = 5,  q0 . k2 = 1*1 + 2*0 = 1.
+# No query equals a key; k0 is nearer q0 in direction, k1 wins by its length; each token reads
+# another key most (token 0 k1, token 1 k0, token 2 k2).
 TOY_Q = np.array([[1.0, 2.0],    # token 0 (the query we follow)
-                  [0.0, 1.0],    # token 1
-                  [1.0, -1.0]])  # token 2
+                  [-1.0, 1.0],   # token 1
+                  [0.0, -2.0]])  # token 2
 TOY_K = np.array([[0.0, 1.0],
-                  [-1.0, 3.0],
+                  [3.0, 1.0],
                   [1.0, 0.0]])
 # Small values (d_v = 2) whose mixtures are easy to add up by hand.
 TOY_V = np.array([[1.0, 0.0],

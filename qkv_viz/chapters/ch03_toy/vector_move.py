@@ -142,9 +142,17 @@ class VectorMoveFigure(CheckedFigure):
             # every key from the origin, in its value's colour, solid
             colour = SHARE_COLOURS[j % 3]
             left.arrow(0, 0, *k, color=colour, width=0.03, zorder=2, **arrow)
-            near_top = k[1] > Q_LIM - 0.5  # a tip at the plane's top edge: its label below-left, clear of the title
-            offset, ha, va = ((-6, -6), "right", "top") if near_top else (((6, -4), "left", "top") if j == same
-                                                                         else ((4, 4), "left", "bottom"))
+            # the label above-right of the tip; at the plane's top edge below-left (clear of the title),
+            # at its right edge above-left (inside the plane), on the x axis below-right (clear of keys
+            # above it), as vector_move.js places it
+            if k[1] > Q_LIM - 0.5:
+                offset, ha, va = (-6, -6), "right", "top"
+            elif k[0] > Q_LIM - 0.6:
+                offset, ha, va = (-6, 4), "right", "bottom"
+            elif abs(k[1]) < 0.3 and j != same:
+                offset, ha, va = (4, -4), "left", "top"
+            else:
+                offset, ha, va = ((6, -4), "left", "top") if j == same else ((4, 4), "left", "bottom")
             left.annotate(f"k{j}" + (" (= q)" if j == same else ""), k, xytext=offset, ha=ha, va=va,
                           textcoords="offset points", color=SHARE_TEXT[j % 3], fontweight="bold")
         left.annotate("q", q, xytext=(-8, 6), textcoords="offset points", ha="right", va="bottom",

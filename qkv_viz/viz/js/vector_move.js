@@ -131,10 +131,12 @@ function render({model, el}) {
       // every key from the origin, in its value's colour; a key equal to q is dashed over it
       const colour = SHARE_COLOURS[j % SHARE_COLOURS.length];
       drawArrow(ctx, qp, [0, 0], kj, colour, 2, equal ? [5, 4] : []);
-      // the label above-right of the tip; a tip at the plane's top edge gets it below-left, clear of the title
-      const nearTop = qp.Y(kj[1]) - 5 < qp.box.y + 14;
-      text(ctx, `k${j}${equal ? " (= q)" : ""}`, qp.X(kj[0]) + (nearTop ? -6 : 5), qp.Y(kj[1]) + (nearTop ? 14 : -5),
-           {font: B13, colour: SHARE_TEXT[j % SHARE_TEXT.length], align: nearTop ? "right" : "left"});
+      // the label above-right of the tip; at the plane's top edge below-left (clear of the title),
+      // at its right edge above-left (inside the canvas), on the x axis below-right (clear of keys above it)
+      const nearTop = qp.Y(kj[1]) - 5 < qp.box.y + 14, nearRight = qp.X(kj[0]) + 30 > qp.box.x + qp.box.w;
+      const left_ = nearTop || nearRight, below = nearTop || (!left_ && Math.abs(kj[1]) < 0.3);
+      text(ctx, `k${j}${equal ? " (= q)" : ""}`, qp.X(kj[0]) + (left_ ? -6 : 5), qp.Y(kj[1]) + (below ? 16 : -5),
+           {font: B13, colour: SHARE_TEXT[j % SHARE_TEXT.length], align: left_ ? "right" : "left"});
     }
     text(ctx, `q = (${s.q[0].toFixed(1)}, ${s.q[1].toFixed(1)})${same >= 0 ? ` = k${same}` : ""}`,
          qp.box.x + 6, qp.box.y + qp.box.h - 8, {font: B13, colour: Q_TEXT});

@@ -29,7 +29,7 @@ def test_rows_times_columns_writes_every_dot_product_and_the_framed_sum():
     arts = plot_rows_times_columns(TOY_Q, TOY_K, i=0, j=1)
     dots = TOY_Q @ TOY_K.T
     assert [[float(t.get_text()) for t in row] for row in arts["cells"]] == dots.tolist()
-    assert arts["sum"].get_text().endswith("1·(-1) + 2·3 = 5")
+    assert arts["sum"].get_text().endswith("1·3 + 2·1 = 5")
     assert arts["cells"][0][1].get_fontweight() == "bold"       # the framed cell: row 0 meets column 1
     with pytest.raises(ValueError, match="same d_k"):
         plot_rows_times_columns(TOY_Q, np.ones((3, 3)))
@@ -49,6 +49,8 @@ def test_rows_times_columns_draws_weights_at_V_with_its_own_names():
     assert [[t.get_text() for t in row] for row in arts["cells"]] == [[f"{v:.2f}" for v in row] for row in out]
     assert arts["sum"].get_text().startswith("token 0's output, entry 1 = ")
     assert arts["sum"].get_text().endswith(f"= {out[0, 1]:.2f}")
+    assert plot_rows_times_columns(TOY_K, TOY_Q, i=1, j=0)["sum"].get_text().endswith("3·1 + 1·2 = 5")
+    assert plot_rows_times_columns(TOY_Q, TOY_K, i=1, j=1)["sum"].get_text().endswith("(-1)·3 + 1·1 = -2")
     with pytest.raises(ValueError, match="row_names needs 3"):
         plot_rows_times_columns(weights, TOY_V.T, row_names=["a"])
     plt.close("all")

@@ -87,10 +87,13 @@ def test_the_arrays_typed_on_the_page_are_the_package_toy():
         np.testing.assert_array_equal(scope[name], want, err_msg=name)
 
 
-def test_a_query_along_k0_still_gives_k1_the_most_weight():
-    """The page: q = (0, 2) points along k0, yet k1 (longer) wins: a dot product rewards length too."""
-    q_up = np.array([0.0, 2.0])
-    cos = TOY_K @ q_up / np.linalg.norm(TOY_K, axis=1) / np.linalg.norm(q_up)
-    assert np.argmax(cos) == 0                                   # k0 is the key q points along
-    _, w = scaled_dot_product_attention(q_up[None, :], TOY_K, TOY_V)
-    assert np.argmax(w[0]) == 1 and w[0, 1] > 2 * w[0, 0]
+def test_q0_points_nearest_k0_yet_k1_wins_and_no_query_equals_a_key():
+    """The page: q0's cosine is largest with k0, its dot product with k1 (the longest key); no query equals
+    a key; each token reads a different key most (the widget's "start from" menu shows three cases)."""
+    cos = TOY_K @ TOY_Q[0] / np.linalg.norm(TOY_K, axis=1) / np.linalg.norm(TOY_Q[0])
+    assert np.argmax(cos) == 0 and np.argmax(TOY_K @ TOY_Q[0]) == 1
+    assert np.argmax(np.linalg.norm(TOY_K, axis=1)) == 1
+    assert not any(np.allclose(q, k) for q in TOY_Q for k in TOY_K)
+    _, w = scaled_dot_product_attention(TOY_Q, TOY_K, TOY_V)
+    assert w.argmax(axis=1).tolist() == [1, 0, 2]
+    assert np.max(TOY_Q @ TOY_K.T, axis=1)[2] == 0 and w[2, 2] > 0.6   # token 2's best score is 0, yet it leads

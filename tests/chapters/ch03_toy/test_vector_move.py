@@ -84,10 +84,10 @@ def test_a_query_equal_to_a_key_is_said_in_the_picture():
     fig = vector_move()  # token 0's query (1, 2) equals no key
     assert fig.same_as_key() is None
     assert fig.still().axes[0].get_xlabel() == "q = (1.0, 2.0)"   # the readout sits under the plane, off its axis
-    fig.q = [-1.0, 3.0]                                         # exactly k1
+    fig.q = [3.0, 1.0]                                          # exactly k1
     assert fig.same_as_key() == 1
     left, right = fig.still().axes[:2]
-    assert left.get_xlabel() == "q = (-1.0, 3.0) = k1" and "k1 (= q)" in [t.get_text() for t in left.texts]
+    assert left.get_xlabel() == "q = (3.0, 1.0) = k1" and "k1 (= q)" in [t.get_text() for t in left.texts]
     assert right.get_xlabel().startswith("output (")
 
 

@@ -1,8 +1,9 @@
 """The claims of chapter 5's page, checked with the package's copy of its code (``toy``), over several seeds.
 
 Page: unscaled scores spread sqrt(d_k) times wider and most rows are one-hot; the closed-form
-gradient through the softmax equals autograd; one-hot rows send back a far smaller gradient and the
-queries near a tie carry the learning; the unscaled batch gradient is nonetheless larger (exercise 3);
+gradient through the softmax equals autograd; one-hot rows send back a far smaller gradient, and the
+queries not saturated (about half) give the batch gradient's direction at W_q, not a handful of the largest;
+the unscaled batch gradient is nonetheless larger (exercise 3);
 trained with Adam, every run starts at chance; unscaled is about 4 times slower; the small start is faster than
 scaled; at a matched step (lr / 4) the saturated start does not reach 90 % in 100 steps.
 """
@@ -63,6 +64,29 @@ def test_one_hot_rows_starve_and_near_ties_carry_the_gradient(seed):
     gap = (top2[..., 1] - top2[..., 0]).ravel()
     big = norm[1.0] > np.median(norm[1.0])
     assert np.median(gap[big]) < 0.5 * np.median(gap[~big])           # the learners are near ties
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_queries_not_saturated_set_the_direction_at_W_q(seed):
+    """Page: the unsaturated half gives the batch gradient's direction (cosine ~1); the 6 largest do not."""
+    x, W_q, W_k = _start(seed)
+    Wq = torch.tensor(W_q, requires_grad=True)
+    k = x @ W_k                                                          # (B, T, d_k)
+    weights = torch.softmax((torch.tensor(x) @ Wq) @ torch.tensor(k).transpose(-1, -2), -1)   # unscaled
+    losses = F.cross_entropy(6.0 * weights.reshape(-1, 16), torch.arange(16).repeat(8), reduction="none")
+    batch = torch.autograd.grad(losses.mean(), Wq, retain_graph=True)[0].flatten()
+
+    def cos(chosen):                                                     # summed gradient of the chosen queries
+        g = torch.autograd.grad(losses[chosen].sum(), Wq, retain_graph=True)[0].flatten()
+        return F.cosine_similarity(g, batch, dim=0).item()
+
+    live = weights.detach().max(-1).values.reshape(-1) <= 0.99
+    assert 0.3 < live.float().mean().item() < 0.65                         # "about half"
+    assert cos(live) > 0.99
+    d_s = toy.score_grads(weights.detach().numpy())                      # (B, T, T)
+    norms = np.linalg.norm(x, axis=-1) * np.linalg.norm(d_s @ k, axis=-1)   # |x_i| |d_s_i k|: outer-product norm
+    largest = torch.tensor(np.argsort(norms.ravel())[::-1][:6].copy())
+    assert cos(largest) < 0.9                                               # not a handful
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -215,7 +215,7 @@ def test_vector_move_by_keyboard_and_in_words():
         stops = _check_keyboard_and_names(page, fig)
         assert [s["cls"] for s in stops] == ["qkv-token", "qkv-scale-box", "qkv-query-plane"]
         left, right, shares = _labels(fig)
-        assert left.startswith("the query q = (1.0, 2.0), equal to k1") and "arrow keys" in left, left
+        assert left.startswith("the query q = (1.0, 2.0), among the keys") and "arrow keys" in left, left
         fig.locator(".qkv-query-plane").focus()
         for _ in range(10):
             page.keyboard.press("ArrowLeft")                         # q = (0.0, 2.0)

@@ -47,7 +47,7 @@ def test_vector_move_follows_drag_and_keys():
         fig.wait_for()
         first = fig.evaluate(NUMBERS_JS)
         assert first["settings"]["q"] == list(TOY_Q[0])
-        assert first["sameAsKey"] == 1, "q0 = k1: the label must say so"
+        assert first["sameAsKey"] is None, "q0 equals no key: the label must not say it does"
         _assert_core(first)
         # drag the query's tip from (1, 2) to about (-2, 0.5): the plane spans -3..3 over 256 px
         box = fig.locator(".qkv-query-plane").bounding_box()

@@ -170,7 +170,7 @@ def attention_heatmap(weights, ax=None, tokens_q=None, tokens_k=None, annotate=N
     """Draw attention weights (T, S) as an image, queries on rows, keys on columns.
 
     Colours: ``style.WEIGHTS_CMAP`` on the fixed range ``vmin..vmax`` (0..1), with a
-    colour bar labelled "attention weight" when ``colorbar`` (its ``Colorbar`` is
+    colour bar labelled "weights" when ``colorbar`` (its ``Colorbar`` is
     ``im.colorbar``). ``annotate=None`` writes the values in the cells when
     T * S <= 64 and they fit at >= 8 pt; True always, False never.
     Returns the ``AxesImage``.

@@ -39,7 +39,7 @@ TOKEN_PITCH_IN = 0.13         # a row/column of token labels needs ~9.4 pt so 8 
 # Words, so every figure names its axes and colours the same way.
 QUERY_AXIS = "queries (attending)"
 KEY_AXIS = "keys (attended to)"
-WEIGHTS_LABEL = "attention weight"
+WEIGHTS_LABEL = "weights"
 SCORES_LABEL = "score q·k"
 
 RC = {

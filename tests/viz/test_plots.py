@@ -128,7 +128,7 @@ def test_attention_heatmap_has_a_labelled_bar_on_the_fixed_range():
     im = plots.attention_heatmap(w)
     assert im.get_clim() == (0.0, 1.0)
     assert im.get_cmap().name == style.WEIGHTS_CMAP
-    assert im.colorbar is not None and im.colorbar.ax.get_ylabel() == "attention weight"
+    assert im.colorbar is not None and im.colorbar.ax.get_ylabel() == "weights"
     assert (im.colorbar.vmin, im.colorbar.vmax) == (0.0, 1.0)
     ax = im.axes
     assert "queries" in ax.get_ylabel() and "keys" in ax.get_xlabel()

@@ -34,8 +34,8 @@ function render({model, el}) {
     const {tokens, T, H, weights} = data, cols = Math.min(T > 12 ? 3 : 4, H), rows = Math.ceil(H / cols);
     const left = 84, gap = 14, panel = Math.floor((840 - left - 60 - gap * (cols - 1)) / cols);
     const titleH = 20, bottom = 80, cell = panel / T;
-    const label = cell >= 13 ? "12px sans-serif" : SMALL;
-    const unit = panel >= 200 ? "effective tokens" : "eff. tokens";  // the still's words, where they fit   // token labels: 12 px where rows leave room
+    const label = cell >= 13 ? "13px sans-serif" : SMALL;   // token labels: 13 px where rows leave room
+    const unit = panel >= 200 ? "effective tokens" : "eff. tokens";  // the still's words, where they fit
     const c = makeCanvas("qkv-head-grid", left + cols * (panel + gap) + 60, rows * (panel + titleH + gap) + bottom);
     const {ctx} = c;
     const eff = [];
@@ -54,9 +54,9 @@ function render({model, el}) {
         tokens.forEach((t, j) => text(ctx, t, x + (j + 0.5) * cell, y + panel + 5, {align: "right", base: "middle", font: label, angle: -Math.PI / 2}));
     }
     const gridH = rows * (panel + titleH + gap) - gap;
-    text(ctx, "queries (rows)", 10, gridH / 2, {align: "center", base: "middle", angle: -Math.PI / 2});
-    text(ctx, "keys (columns)", left + cols * (panel + gap) / 2, gridH + bottom - 4, {align: "center"});
-    drawColourBar(ctx, lut, left + cols * (panel + gap), titleH, 12, Math.min(gridH - titleH, 300), "weight");
+    text(ctx, "queries (attending)", 10, gridH / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: "13px sans-serif"});
+    text(ctx, "keys (attended to)", left + cols * (panel + gap) / 2, gridH + bottom - 4, {align: "center", font: "13px sans-serif"});
+    drawColourBar(ctx, lut, left + cols * (panel + gap), titleH, 12, Math.min(gridH - titleH, 300), "weights");
     const sharpest = eff.indexOf(Math.min(...eff));
     describe(c.canvas, `layer ${shown} of 0..${data.L - 1}: attention weights of ${H} heads over ${T} tokens `
       + `(${tokens.join(" ")}); effective tokens per head (mean over queries): `

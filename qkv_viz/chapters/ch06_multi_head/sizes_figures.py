@@ -211,3 +211,67 @@ def plot_concat_and_mix(heads, W_o, tokens, ax=None, out_labels=None):
     ax.set_aspect("equal")
     ax.axis("off")
     return artists
+
+
+def plot_inputs_to_heads(X, Q, K, V, weights, tokens, ax=None, feature_labels=None):
+    """``X -> Q, K, V -> each head's weights``, with numbers in every cell.
+
+    ``X`` (T, d_model); ``Q``, ``K`` (T, H d_k), ``V`` (T, H d_v); ``weights`` (H, T, T).
+    Head h's columns of Q, K, V are framed in head h's colour (:func:`head_colors`), and so
+    is its weights matrix. The first half of the flow whose second half is
+    :func:`plot_concat_and_mix`. Returns the patches and texts drawn.
+    """
+    import numpy as np
+
+    X, Q, K, V, weights = (np.asarray(a, dtype=float) for a in (X, Q, K, V, weights))
+    if weights.ndim != 3 or X.ndim != 2 or not (len(X) == len(Q) == len(K) == len(V) == weights.shape[1]):
+        raise ValueError(f"X (T, d_model), Q/K/V (T, H*d), weights (H, T, T) expected; got X {X.shape}, "
+                         f"Q {Q.shape}, K {K.shape}, V {V.shape}, weights {weights.shape}")
+    H, T, S = weights.shape
+    if len(tokens) != T:
+        raise ValueError(f"tokens: {len(tokens)} names for T = {T} rows")
+    colors = head_colors(H)
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(1.0, 0.32))
+    artists, x = [], 0.0
+    artists += _matrix(ax, X, x, 0, max(np.abs(X).max(), 1e-12), fmt="{:g}")
+    panels = [(x, X.shape[1], f"X ({T}, {X.shape[1]})")]
+    for j, name in enumerate(feature_labels or []):
+        artists.append(ax.text(x + j + 0.5, -0.2, name, ha="center", va="bottom", rotation=90,
+                               fontsize=style.FONT_PT))
+    x += X.shape[1] + 1.6
+    artists.append(ax.text(x - 0.8, T / 2, "→", ha="center", va="center", fontsize=style.TITLE_PT + 3))
+    for M, name in ((Q, "Q"), (K, "K"), (V, "V")):
+        d = M.shape[1] // H
+        frames = [(0, T, h * d, (h + 1) * d, colors[h]) for h in range(H)]
+        artists += _matrix(ax, M, x, 0, max(np.abs(M).max(), 1e-12), edge_cols=frames, fmt="{:g}")
+        panels.append((x, M.shape[1], f"{name} {M.shape}"))
+        artists.append(ax.text(x + M.shape[1] / 2, -0.2, f"X W_{name.lower()}", ha="center", va="bottom",
+                               fontsize=style.FONT_PT))
+        x += M.shape[1] + 0.8
+    x += 0.8
+    artists.append(ax.text(x - 0.8, T / 2, "→", ha="center", va="center", fontsize=style.TITLE_PT + 3))
+    for h in range(H):
+        cmap = plt.get_cmap(style.WEIGHTS_CMAP)                       # weights: 0..1, sequential
+        for (i, j), w in np.ndenumerate(weights[h]):
+            artists.append(ax.add_patch(plt.Rectangle((x + j, i), 1, 1, lw=0.8, edgecolor="white",
+                                                      facecolor=cmap(w))))
+            artists.append(ax.text(x + j + 0.5, i + 0.5, f"{w:.2f}", ha="center", va="center",
+                                   fontsize=style.ANNOTATION_PT, color="black" if w > 0.6 else "white"))
+        artists.append(ax.add_patch(plt.Rectangle((x, 0), S, T, fill=False, edgecolor=colors[h], lw=2.5)))
+        artists.append(ax.text(x + S / 2, -0.2, f"head {h}\nweights", ha="center", va="bottom",
+                               color=colors[h], fontsize=style.FONT_PT, fontweight="bold"))
+        for j, name in enumerate(tokens):
+            artists.append(ax.text(x + j + 0.5, T + 0.15, name, ha="center", va="top", fontsize=style.FONT_PT))
+        panels.append((x, S, f"({T}, {S})"))
+        x += S + 0.8
+    for x0, w, s in panels:
+        artists.append(ax.text(x0 + w / 2, T + (0.75 if s.startswith("(") else 0.35), s, ha="center",
+                               va="top", fontsize=style.FONT_PT))
+    for t, name in enumerate(tokens):
+        artists.append(ax.text(-0.15, t + 0.5, name, ha="right", va="center", fontsize=style.FONT_PT))
+    ax.set_xlim(-1.6, x)
+    ax.set_ylim(T + 1.5, -2.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return artists

@@ -102,3 +102,23 @@ def test_concat_and_mix_draws_the_product_and_frames_each_heads_blocks():
         plot_concat_and_mix(heads, W_o[:3], ["a", "b", "c"])
     with pytest.raises(ValueError, match="tokens"):
         plot_concat_and_mix(heads, W_o, ["a", "b"])
+
+
+def test_inputs_to_heads_writes_every_weight_and_frames_each_head():
+    import numpy as np
+    from matplotlib.patches import Rectangle
+    from qkv_viz.chapters.ch06_multi_head.sizes_figures import plot_inputs_to_heads
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3, 4)).round(1)                                  # T=3, d_model=4
+    Q, K, V = (X @ rng.normal(size=(4, 4)).round(1) for _ in range(3))   # H=2 heads of 2 columns
+    weights = rng.dirichlet(np.ones(3), size=(2, 3))                      # (H, T, S)
+    artists = plot_inputs_to_heads(X, Q, K, V, weights, ["a", "b", "c"])
+    texts = [a.get_text() for a in artists if hasattr(a, "get_text")]
+    assert f"{weights[1, 2, 0]:.2f}" in texts and f"{Q[0, 3]:g}" in texts and "X (3, 4)" in texts
+    frames = [a for a in artists if isinstance(a, Rectangle) and not a.get_fill()]
+    assert len(frames) == 3 * 2 + 2                                        # Q, K, V per head, then each weights matrix
+    assert frames[0].get_edgecolor() == frames[-2].get_edgecolor()         # head 0's columns and its weights
+    with pytest.raises(ValueError, match="weights"):
+        plot_inputs_to_heads(X, Q, K, V, weights[0], ["a", "b", "c"])
+    with pytest.raises(ValueError, match="tokens"):
+        plot_inputs_to_heads(X, Q, K, V, weights, ["a", "b"])

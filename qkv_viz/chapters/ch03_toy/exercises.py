@@ -1,4 +1,4 @@
-"""Chapter 3 exercises: attention with a batch axis and T != S, the weights back from an output, a query that ties two keys
+"""Chapter 3 exercises: attention with a batch axis and T != S (from given Q, K, V, or projected from X), the weights back from an output, a query that ties two keys
 (for any keys).
 
 Each ``check_*`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``): right or
@@ -105,6 +105,64 @@ def check_attention(fn, seed=None) -> Feedback:
                         diagnose=_diagnose_attention, returns=("output", "weights"),
                         praise="Your attention(Q, K, V) gives the package's output and weights "
                                "on every batch: T queries, S keys, rows summing to 1, scaled by 1/sqrt(d_k).")
+    if not fb.correct and raised and _k_transposed_wholly(*raised[-1]):
+        return Feedback(False, K_T_HINT)
+    return fb
+
+
+def attention_from_x_cases(seed=None, n_cases: int = 6) -> list:
+    """Fresh random (X_q, X_kv, W_q, W_k, W_v): the shapes of :func:`attention_cases`
+    (batch axis, T != S, d_k not in (B, S)) with the queries projected from X_q (B, T, d_model)
+    and the keys and values from X_kv (B, S, d_model). d_model in 2..6 differs from d_k and d_v,
+    so using X where a projection belongs gives a wrong shape."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for Q, K, V in attention_cases(rng.integers(2**31), n_cases=4 * n_cases):
+        (B, T, d_k), (_, S, d_v) = Q.shape, V.shape
+        d_model = int(rng.integers(2, 7))
+        if d_model in (d_k, d_v):
+            continue
+        cases.append((rng.standard_normal((B, T, d_model)), rng.standard_normal((B, S, d_model)),
+                      *(0.9 * rng.standard_normal((d_model, d)) for d in (d_k, d_k, d_v))))
+        if len(cases) == n_cases:
+            break
+    return cases
+
+
+def _project(X_q, X_kv, W_q, W_k, W_v):
+    return X_q @ W_q, X_kv @ W_k, X_kv @ W_v   # (B, T, d_k), (B, S, d_k), (B, S, d_v)
+
+
+def _reference_from_x(*case):
+    return scaled_dot_product_attention(*_project(*case))
+
+
+def _diagnose_from_x(gots, wants, case) -> str | None:
+    X_q, X_kv, W_q, W_k, W_v = case
+    out, w = (np.asarray(g, dtype=float) for g in gots)
+    if w.shape == wants[1].shape and np.allclose(w, wants[1]):
+        if out.shape == X_kv.shape[:1] + (X_q.shape[1], X_kv.shape[2]):
+            return "your weights are right but the output mixes the rows of X_kv: mix V = X_kv @ W_v."
+    return _diagnose_attention(gots, wants, _project(*case))
+
+
+def check_attention_from_x(fn, seed=None) -> Feedback:
+    """Exercise 1: ``fn(X_q, X_kv, W_q, W_k, W_v) -> (output, weights)``, projections included,
+    with a batch axis and T != S."""
+    raised = []  # what the reader's function raised, with the projected Q and K
+
+    def watched(*case):
+        try:
+            return fn(*case)
+        except Exception as exc:
+            Q, K, _ = _project(*case)
+            raised.append((exc, Q, K))
+            raise
+
+    fb = check_function(watched if callable(fn) else fn, _reference_from_x, attention_from_x_cases(seed),
+                        name="attention_from_x", diagnose=_diagnose_from_x, returns=("output", "weights"), shape_hints=True,
+                        praise="Your attention_from_x gives the package's output and weights on every batch: "
+                               "queries from X_q, keys and values from X_kv, rows summing to 1, scaled by 1/sqrt(d_k).")
     if not fb.correct and raised and _k_transposed_wholly(*raised[-1]):
         return Feedback(False, K_T_HINT)
     return fb

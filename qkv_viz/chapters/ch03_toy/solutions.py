@@ -18,6 +18,17 @@ def attention(Q, K, V):
     return weights @ V, weights                         # (B, T, S) @ (B, S, d_v) -> (B, T, d_v)
 
 
+# Exercise 1 (the page's exercise): the projections of chapter 2 first, queries from X_q,
+# keys and values from X_kv, then the batched attention above.
+def attention_from_x(X_q, X_kv, W_q, W_k, W_v):
+    """X_q (B, T, d_model), X_kv (B, S, d_model), W_q/W_k (d_model, d_k), W_v (d_model, d_v)
+    -> output (B, T, d_v), weights (B, T, S)."""
+    Q = X_q @ W_q                                       # (B, T, d_model) @ (d_model, d_k) -> (B, T, d_k)
+    K = X_kv @ W_k                                      # (B, S, d_model) @ (d_model, d_k) -> (B, S, d_k)
+    V = X_kv @ W_v                                      # (B, S, d_model) @ (d_model, d_v) -> (B, S, d_v)
+    return attention(Q, K, V)
+
+
 # Exercise 2: output = w0 v0 + w1 v1 + w2 v2 and w0 + w1 + w2 = 1: three linear equations.
 def weights_from_output(V, output):
     """V (3, 2) values, output (2,) a point mixed from them -> weights (3,)."""
@@ -28,7 +39,7 @@ def weights_from_output(V, output):
 
 # Exercise 3: q . k_a = q . k_b means q . (k_a - k_b) = 0, so q is at right angles to d = k_a - k_b:
 # n = (-d_y, d_x) or -n. Both tie the two keys; the one whose score for k_a beats every other key's wins.
-# On the page's keys (a, b = 0, 2): d = (-1, 1), n = (-1, -1), q . k = [-1, -3, -1]: weights 0.446, 0.108, 0.446.
+# On the page's keys (a, b = 0, 2): d = (-1, 1), n = (-1, -1), q . k = [-1, -4, -1]: weights 0.472, 0.057, 0.472.
 def tie_query(K, a, b):
     """K (S, 2) keys, a and b two indices -> q (2,) giving keys a and b equal weight, every other key less."""
     d = K[a] - K[b]                                     # (2,)

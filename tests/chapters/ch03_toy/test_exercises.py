@@ -8,7 +8,8 @@ from qkv_viz import softmax
 from qkv_viz.chapters.ch03_toy import exercises as ch03
 from qkv_viz.chapters.ch03_toy import solutions as sol
 
-SOLVED = [(ch03.check_attention, sol.attention), (ch03.check_weights_from_output, sol.weights_from_output),
+SOLVED = [(ch03.check_attention, sol.attention), (ch03.check_attention_from_x, sol.attention_from_x),
+          (ch03.check_weights_from_output, sol.weights_from_output),
           (ch03.check_tie_query, sol.tie_query)]
 
 
@@ -123,3 +124,23 @@ def test_weights_from_output_mistakes_are_named(phrase):
     assert not fb.correct and phrase in fb.message, fb.message
 
 
+
+
+FROM_X_MISTAKES = {
+    "mixes the rows of X_kv": lambda Xq, Xkv, Wq, Wk, Wv: sol.attention(Xq @ Wq, Xkv @ Wk, Xkv),
+    "WITHOUT the scaling": lambda Xq, Xkv, Wq, Wk, Wv: sol.attention(Xq @ Wq * np.sqrt(Wq.shape[1]), Xkv @ Wk, Xkv @ Wv),
+    "swapaxes(-1, -2)": lambda Xq, Xkv, Wq, Wk, Wv: (Xq @ Wq) @ (Xkv @ Wk).T,
+}
+
+
+@pytest.mark.parametrize("phrase", FROM_X_MISTAKES)
+def test_attention_from_x_mistakes_are_named(phrase):
+    fb = ch03.check_attention_from_x(FROM_X_MISTAKES[phrase], seed=2)
+    assert not fb.correct and phrase in fb.message, fb.message
+
+
+def test_attention_from_x_cases_project_to_batched_t_not_s():
+    for X_q, X_kv, W_q, W_k, W_v in ch03.attention_from_x_cases(seed=3):
+        (B, T, d_model), (B2, S, d_model2) = X_q.shape, X_kv.shape
+        assert B == B2 and d_model == d_model2 and T != S
+        assert W_q.shape == W_k.shape and W_q.shape[0] == d_model and d_model not in (W_q.shape[1], W_v.shape[1])

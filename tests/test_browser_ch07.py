@@ -15,9 +15,9 @@ pytestmark = pytest.mark.browser
 
 CHAPTER = "07_cross_attention_and_masks.ipynb"
 ARTIFACTS = REPO / "artifacts" / "browser"
-TOKENS = ["le", "chat", "noir", "s'assit"]
-LOOKS_FOR = {"le": "chat", "chat": "le", "noir": "chat", "s'assit": "chat"}
-CELL, LEFT, TOP = 46, 70, 28          # masks.js: cell size and the heatmap's offset in the canvas
+TOKENS = ["<bos>", "le", "chat", "noir"]     # the decoder's inputs; <bos> looks for nothing
+LOOKS_FOR = {"le": "chat", "chat": "le", "noir": "chat"}
+CELL, LEFT, TOP = 72, 78, 30          # masks.js: cell size and the heatmap's offset in the canvas
 READ = "(n) => n.closest('.qkv-figure').parentElement.qkv"
 
 
@@ -78,20 +78,20 @@ def test_mask_explorer_follows_the_reader():
         mask, w = _state(fig, book, expect_causal=False)
         np.testing.assert_array_equal(mask, real)
         np.testing.assert_allclose(w, masked_softmax(scores, mask), atol=1e-12)
-        assert w[0, 1] > 0.9
+        assert w[1, 2] > 0.9
 
-        _click(fig, 2, 1)                                          # hide chat from noir
+        _click(fig, 3, 2)                                          # hide chat from noir
         mask, w = _state(fig, book)
-        want = real.copy(); want[2, 1] = False
+        want = real.copy(); want[3, 2] = False
         np.testing.assert_array_equal(mask, want)
         np.testing.assert_allclose(w, masked_softmax(scores, want), atol=1e-12)
-        assert w[2, 1] == 0 and np.isclose(w[2].sum(), 1)
-        assert _state.why[2, 1] == 4 and _state.why[2, 3] == 2       # clicked, padding
+        assert w[3, 2] == 0 and np.isclose(w[3].sum(), 1)
+        assert _state.why[3, 2] == 4 and _state.why[3, 3] == 2       # clicked, padding
 
-        for j in (0, 2):                                           # hide the rest of noir's row (key 3 is padding)
-            _click(fig, 2, j)
+        for j in (0, 1):                                           # hide the rest of noir's row (key 3 is padding)
+            _click(fig, 3, j)
         mask, w = _state(fig, book)
-        assert not mask[2].any() and np.all(w[2] == 0) and np.all(np.isfinite(w))
+        assert not mask[3].any() and np.all(w[3] == 0) and np.all(np.isfinite(w))
         assert "fully masked row(s): noir" in fig.locator(".qkv-message").inner_text()
         fig.screenshot(path=ARTIFACTS / "lab_ch07_masks_noir_hidden.png")
         assert not book.problems(), "\n".join(book.problems())

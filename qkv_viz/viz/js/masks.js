@@ -7,7 +7,7 @@
 // a row with no allowed key gets all zeros, never NaN). Hidden cells keep the weight-0 colour and
 // are hatched by the reason in light grey, as the chapter's matplotlib figures draw them
 // (figures.py: HATCH, PAD_HATCH, CLICK_HATCH): causal = '/', padding = '\\' (both, if both hide
-// the cell), clicked only = horizontal lines. Text is 13-14 px.
+// the cell), clicked only = horizontal lines. Text is 14-15 px.
 // Python may set causal, n_real, clicked and the token labels (fig.n_real = 2): sync()
 // moves the controls and redraws.
 
@@ -40,7 +40,7 @@ function hatch(ctx, x, y, w, hgt, why) {
   ctx.restore();
 }
 
-const F13 = "13px sans-serif", B14 = "bold 14px sans-serif";
+const F14 = "14px sans-serif", B15 = "bold 15px sans-serif";
 
 function render({model, el}) {
   const T = model.get("T"), S = model.get("S");
@@ -51,7 +51,7 @@ function render({model, el}) {
   const realOut = h("output", {text: String(model.get("n_real"))});
   const reset = h("button", {class: "qkv-reset", type: "button", text: "clear clicked cells"});
   const message = h("div", {class: "qkv-message", role: "status"});
-  const cell = 46, left = 70, top = 28, bottom = 84;   // tests/test_browser_ch07.py clicks by these
+  const cell = 72, left = 78, top = 30, bottom = 88;   // tests/test_browser_ch07.py clicks by these
   const pic = makeCanvas("qkv-mask-map", Math.max(left + S * cell + 100, 400), top + T * cell + bottom);
   pic.canvas.setAttribute("tabindex", "0");     // arrows move a cursor cell, Enter or Space toggles it
   pic.canvas.setAttribute("data-lm-suppress-shortcuts", "true");
@@ -80,19 +80,19 @@ function render({model, el}) {
         const x = left + j * cell, y = top + i * cell, k = i * S + j;
         if (!mask[k]) { hatch(ctx, x, y, cell, cell, why[k]); continue; }
         any = true;
-        text(ctx, w[k].toFixed(2), x + cell / 2, y + cell / 2, {align: "center", base: "middle", font: F13,
+        text(ctx, w[k].toFixed(2), x + cell / 2, y + cell / 2, {align: "center", base: "middle", font: F14,
              colour: w[k] > 0.45 ? "#000" : "#fff"});  // >= 4.5:1 on either side of viridis 0.45
       }
       if (!any) empty.push(tq[i]);
-      text(ctx, tq[i], left - 6, top + (i + 0.5) * cell, {align: "right", base: "middle", font: F13});
+      text(ctx, tq[i], left - 6, top + (i + 0.5) * cell, {align: "right", base: "middle", font: F14});
     }
-    tk.forEach((t, j) => text(ctx, t, left + (j + 0.5) * cell, top + T * cell + 8, {align: "right", base: "middle", angle: -Math.PI / 4, font: F13}));
-    text(ctx, "keys (attended to)", left + S * cell / 2, height - 24, {align: "center", font: F13});
-    text(ctx, "queries (attending)", 9, top + T * cell / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: F13});
-    text(ctx, "attention weights after the mask", left, 17, {font: B14});
-    text(ctx, "hidden (weight exactly 0):  / causal   \\ padding   \u2014 clicked", 4, height - 6, {font: F13});
-    drawColourBar(ctx, lut, left + S * cell + 14, top, 14, T * cell, "attention weight",
-                  {font: F13, labelFont: F13, gap: 7, labelGap: 38});
+    tk.forEach((t, j) => text(ctx, t, left + (j + 0.5) * cell, top + T * cell + 8, {align: "right", base: "middle", angle: -Math.PI / 4, font: F14}));
+    text(ctx, "keys (attended to)", left + S * cell / 2, height - 24, {align: "center", font: F14});
+    text(ctx, "queries (attending)", 9, top + T * cell / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: F14});
+    text(ctx, "attention weights after the mask", left, 17, {font: B15});
+    text(ctx, "hidden (weight exactly 0):  / causal   \\ padding   \u2014 clicked", 4, height - 6, {font: F14});
+    drawColourBar(ctx, lut, left + S * cell + 14, top, 14, T * cell, "weights",
+                  {font: F14, labelFont: F14, gap: 7, labelGap: 38});
     const focused = document.activeElement === pic.canvas;
     if (focused) {                                   // the keyboard's cursor: a thick dashed frame
       ctx.save(); ctx.strokeStyle = "#d00"; ctx.lineWidth = 3; ctx.setLineDash([6, 3]);

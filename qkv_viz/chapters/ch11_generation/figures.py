@@ -11,7 +11,7 @@ from qkv_viz.viz import style
 def plot_step_costs(steps, costs, title: str = "", ax=None, zoom: int = 2):
     """The counted FLOPs of each generation step, one line per way of computing it, on linear axes
     (a line is linear in t, a parabola quadratic); an inset draws the first ``zoom`` ways (the
-    linear ones: cached, recompute K and V) on their own scale.
+    linear ones: cached, recompute K and V) on their own scale; ``zoom=0``: no inset.
 
     ``steps`` (T,) the token positions t, ``costs`` a dict {label: (T,) FLOPs}, in the order drawn
     (the first is the cached one). Returns the ``Line2D`` artists, one per entry of ``costs``.
@@ -27,16 +27,19 @@ def plot_step_costs(steps, costs, title: str = "", ax=None, zoom: int = 2):
     colors = (style.SCALED_COLOR, style.CONTROL_COLOR, style.UNSCALED_COLOR, *style.SERIES)
     lines = [ax.plot(steps, ys, color=color, label=label)[0]
              for (label, ys), color in zip(costs.items(), colors)]
-    millions = FuncFormatter(lambda v, _: f"{v / 1e6:,.0f}M" if v else "0")
+    millions = FuncFormatter(lambda v, _: f"{v / 1e6:,.4g}M" if v else "0")
     ax.set(xlabel="token t (step)", ylabel="FLOPs of the step", title=title)
     ax.yaxis.set_major_formatter(millions)
     ax.legend(loc="upper left")                      # top left: the curves start low there
+    if not zoom:
+        return lines
     inset = ax.inset_axes((0.1, 0.3, 0.26, 0.3))      # under the legend: the linear ways on their own scale
     for ys, color in list(zip(costs.values(), colors))[:zoom]:
         inset.plot(steps, ys, color=color)
-    inset.set_title("the linear ones, zoomed in", fontsize=style.ANNOTATION_PT)
+    zoomed = "the linear ones" if zoom > 1 else next(iter(costs))
+    inset.set_title(f"{zoomed}, zoomed in", fontsize=style.ANNOTATION_PT)
     inset.yaxis.set_major_formatter(millions)
-    inset.yaxis.set_major_locator(MaxNLocator(nbins=2, integer=True))
+    inset.yaxis.set_major_locator(MaxNLocator(nbins=2))
     inset.xaxis.set_major_locator(MaxNLocator(nbins=2, steps=[1, 5, 10]))   # round steps: 0, 500, 1000
     inset.tick_params(labelsize=style.ANNOTATION_PT)
     return lines

@@ -19,34 +19,41 @@ VOCAB = ("the", "cat", "dog", "sat", "on", "mat", "rug", ".")
 PROMPT = ("the", "dog")
 
 
-def trained_writer(steps: int = 150, seed: int = 8, d_model: int = 6, n_heads: int = 2, d_k: int = 4):
+def trained_writer(steps: int = 150, seed: int = 8, d_model: int = 6, n_heads: int = 2, d_k: int = 4,
+                   n_kv_heads: int | None = None):
     """The chapter's writer (its training cell does the same on the page): embeddings E (V, d_model)
     = (8, 6) and one causal attention layer of ``n_heads`` heads of width ``d_k`` (``GQAParams``),
     trained together by torch (Adam, float64, seeded: the same weights every run) so that each
     token of SENTENCES predicts the next: logits = output @ E.T. From "the cat" it writes
-    "the cat sat on the mat .", from "the dog" "the dog sat on the rug ."."""
+    "the cat sat on the mat .", from "the dog" "the dog sat on the rug .".
+
+    ``n_kv_heads`` (default ``n_heads``): train a grouped-query writer instead, W_k and W_v of
+    ``n_kv_heads * d_k`` columns, each K/V head read by ``n_heads // n_kv_heads`` query heads."""
     import torch
     import torch.nn.functional as F
 
     ID = {w: i for i, w in enumerate(VOCAB)}
     ids = torch.tensor([[ID[w] for w in s.split()] for s in SENTENCES])  # (2, 7)
     torch.manual_seed(seed)
+    n_kv = positive_int("n_kv_heads", n_heads if n_kv_heads is None else n_kv_heads)
+    if n_heads % n_kv:
+        raise ValueError(f"n_kv_heads must divide n_heads, got n_kv_heads={n_kv}, n_heads={n_heads}")
     V, D = len(VOCAB), n_heads * d_k
     E = torch.randn(V, d_model, dtype=torch.float64, requires_grad=True)
-    W = [torch.randn(d_model, D, dtype=torch.float64, requires_grad=True) for _ in range(3)]
+    W = [torch.randn(d_model, cols, dtype=torch.float64, requires_grad=True) for cols in (D, n_kv * d_k, n_kv * d_k)]
     W.append(torch.randn(D, d_model, dtype=torch.float64, requires_grad=True))
     opt = torch.optim.Adam([E, *W], lr=0.05)
     for _ in range(positive_int("steps", steps)):
         x = E[ids]                                           # (2, 7, d_model)
-        q, k, v = ((x @ W_).unflatten(-1, (n_heads, d_k)).transpose(1, 2) for W_ in W[:3])  # (2, H, 7, d_k)
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)   # (2, H, 7, d_k)
+        q, k, v = ((x @ W_).unflatten(-1, (-1, d_k)).transpose(1, 2) for W_ in W[:3])  # (2, H or H_kv, 7, d_k)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=n_kv < n_heads)  # (2, H, 7, d_k)
         logits = out.transpose(1, 2).flatten(2) @ W[3] @ E.T            # (2, 7, V)
         loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
         opt.zero_grad()
         loss.backward()
         opt.step()
     E, W_q, W_k, W_v, W_o = (w.detach().numpy().copy() for w in (E, *W))
-    return E, GQAParams(W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=n_heads, n_kv_heads=n_heads)
+    return E, GQAParams(W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=n_heads, n_kv_heads=n_kv)
 
 
 def write(E, params: GQAParams, vocab, prompt, stop: str = ".", max_tokens: int = 10):

@@ -60,3 +60,13 @@ def test_the_steppers_still_draws_the_step_and_every_text_is_legible():
     import pytest
     with pytest.raises(ValueError, match="step"):
         plot_generation_step(words, weights, logits, cache, VOCAB, len(words), 1, len(PROMPT))
+
+
+def test_zoom_0_draws_no_inset():
+    t = np.arange(10)
+    fig, ax = plt.subplots()
+    plot_step_costs(t, {"cached": list(t), "recompute": list(2 * t)}, ax=ax, zoom=0)
+    assert not ax.child_axes
+    plot_step_costs(t, {"cached": list(t), "recompute": list(2 * t)}, ax=ax, zoom=1)
+    assert len(ax.child_axes) == 1 and ax.child_axes[0].get_title() == "cached, zoomed in"
+    plt.close(fig)

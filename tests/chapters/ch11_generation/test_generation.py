@@ -172,3 +172,17 @@ def test_the_pages_lines_are_the_package_functions():
         page = W.reshape(len(W), n_kv, n_q // n_kv, w_head).mean(axis=2).reshape(len(W), n_kv * w_head)
         np.testing.assert_array_equal(page, group_kv_heads(W, n_q, n_kv))
         np.testing.assert_array_equal(page, shared_kv(layer0, n_kv).W_k)
+
+
+def test_a_writer_trained_with_one_kv_head_writes_both_sentences():
+    """The page's retrain: one K/V head for both query heads, trained from the start, writes both
+    sentences (the averaged one does not, test above); its W_k, W_v have d_k columns."""
+    from qkv_viz.chapters.ch11_generation.generation import SENTENCES, VOCAB, trained_writer, write
+
+    E, p = trained_writer(n_kv_heads=1)
+    assert p.n_kv_heads == 1 and p.W_k.shape == (6, 4) and p.W_v.shape == (6, 4) and p.W_q.shape == (6, 8)
+    for sentence in SENTENCES:
+        assert " ".join(write(E, p, VOCAB, sentence.split()[:2])[0]) == sentence
+    import pytest
+    with pytest.raises(ValueError, match="n_kv_heads"):
+        trained_writer(n_kv_heads=3, steps=1)

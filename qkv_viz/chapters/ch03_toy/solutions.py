@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 
-# Exercise 1: a batch axis in front, T queries against S keys. K.T would reverse all three
+# Batched attention, used by exercise 1: a batch axis in front, T queries against S keys. K.T would reverse all three
 # axes of K; swapaxes(-1, -2) turns only the last two, so each batch element gets its own K^T.
 def attention(Q, K, V):
     """Q (B, T, d_k), K (B, S, d_k), V (B, S, d_v) -> output (B, T, d_v), weights (B, T, S)."""
@@ -18,7 +18,7 @@ def attention(Q, K, V):
     return weights @ V, weights                         # (B, T, S) @ (B, S, d_v) -> (B, T, d_v)
 
 
-# Exercise 1 (the page's exercise): the projections of chapter 2 first, queries from X_q,
+# Exercise 1: the projections of chapter 2 first, queries from X_q,
 # keys and values from X_kv, then the batched attention above.
 def attention_from_x(X_q, X_kv, W_q, W_k, W_v):
     """X_q (B, T, d_model), X_kv (B, S, d_model), W_q/W_k (d_model, d_k), W_v (d_model, d_v)

@@ -61,3 +61,103 @@ def bank_moves(moves, ax=None):
     ax.set(xlim=(0, 1.3), ylim=(0, 1.25), aspect="equal", xlabel="water", ylabel="money")
     ax.set_title('"bank" moved by the weighted values', fontsize=style.TITLE_PT)
     return drawn
+
+
+_INK, _ARROW = "#222222", "#555555"
+_BOX_W, _BOX_H, _AT_R = 0.95, 0.62, 0.17  # inches: a matrix's box, an "@" node's radius
+
+
+def _box(ax, x, y, name, shape, toy, color, width=_BOX_W):
+    """A matrix: a tinted box centred on (x, y) with its name, its shape and (if given) the toy's shape."""
+    from matplotlib.patches import FancyBboxPatch
+    face = style_tint(color)
+    ax.add_patch(FancyBboxPatch((x - width / 2, y - _BOX_H / 2), width, _BOX_H, boxstyle="round,pad=0.02",
+                                facecolor=face, edgecolor=color, lw=1.4))
+    ax.text(x, y + 0.12, name, ha="center", va="center", fontsize=style.TITLE_PT, fontweight="bold", color=_INK)
+    ax.text(x, y - 0.13, shape, ha="center", va="center", fontsize=style.FONT_PT, color=_INK)
+    if toy is not None:
+        ax.text(x, y - _BOX_H / 2 - 0.06, f"here {toy}", ha="center", va="top", fontsize=style.FONT_PT,
+                color="#555555")
+
+
+def style_tint(color, amount=0.18):
+    """``color`` mixed with white: ``amount`` = 0 is white, 1 the colour itself."""
+    import matplotlib.colors as mcolors
+    c = np.array(mcolors.to_rgb(color))
+    return tuple(1 + amount * (c - 1))
+
+
+def _at(ax, x, y):
+    """A matrix product: a circle with "@" in it."""
+    from matplotlib.patches import Circle
+    ax.add_patch(Circle((x, y), _AT_R, facecolor="white", edgecolor=_INK, lw=1.3, zorder=3))
+    ax.text(x, y, "@", ha="center", va="center", fontsize=style.TITLE_PT, fontweight="bold", zorder=4)
+
+
+def _arrow(ax, start, end, color=_ARROW):
+    ax.annotate("", end, start, arrowprops=dict(arrowstyle="-|>", color=color, lw=1.4, mutation_scale=12,
+                                                shrinkA=0, shrinkB=0))
+
+
+def data_flow(T=None, d_model=None, d_k=None, d_v=None, ax=None):
+    """Self-attention as a data flow: X -> Q, K, V -> Q @ K^T -> / sqrt(d_k) -> softmax -> @ V, every
+    matrix with its shape; every matrix product is an "@" node. If all of ``T``, ``d_model``, ``d_k``,
+    ``d_v`` are given, each box also writes the toy's shape ("here (4, 3)"). Returns the axes.
+    """
+    dims = (T, d_model, d_k, d_v)
+    if any(d is not None for d in dims) and not all(isinstance(d, int) and d > 0 for d in dims):
+        raise ValueError(f"give all of T, d_model, d_k, d_v as positive ints (or none), got {dims}")
+    toy = (lambda *s: f"({', '.join(str(d) for d in s)})") if dims[0] is not None else (lambda *s: None)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 3.9))
+        ax.figure.subplots_adjust(0, 0, 1, 1)
+    qc, kc, vc, gc = style.QUERY_COLOR, style.KEY_COLOR, style.VALUE_COLOR, "#777777"
+    y_q, y_k, y_v, y_row = 3.2, 2.25, 1.2, 2.72       # rows of Q, K (and X), V; of the (T, T) tables
+    x_x, x_w, x_qkv, x_at, x_dots, x_scores, x_weights = 0.55, 1.95, 3.1, 4.15, 5.14, 6.5, 7.85
+    edge = _BOX_W / 2
+
+    _box(ax, x_x, y_k, "X", "(T, d_model)", toy(T, d_model), _INK)
+    ax.text(x_x, y_k + _BOX_H / 2 + 0.08, "the tokens", ha="center", va="bottom", fontsize=style.FONT_PT)
+    for y, name, w, shape, color in ((y_q, "Q", "W_q", "(T, d_k)", qc), (y_k, "K", "W_k", "(T, d_k)", kc),
+                                     (y_v, "V", "W_v", "(T, d_v)", vc)):
+        _arrow(ax, (x_x + edge, y_k + 0.2 * np.sign(y - y_k)), (x_w - _AT_R, y), color)
+        _at(ax, x_w, y)
+        w_shape = "(d_model, d_v)" if name == "V" else "(d_model, d_k)"
+        below = name == "V"                                   # under V's node: clear of the arrow into it
+        ax.text(x_w, y - _AT_R - 0.05 if below else y + _AT_R + 0.05, f"{w}\n{w_shape}", ha="center",
+                va="top" if below else "bottom", fontsize=style.FONT_PT,
+                color=color, bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
+        _arrow(ax, (x_w + _AT_R, y), (x_qkv - edge, y), color)
+        _box(ax, x_qkv, y, name, shape, toy(T, d_v if name == "V" else d_k), color)
+
+    _arrow(ax, (x_qkv + edge, y_q), (x_at - _AT_R, y_row + 0.05), qc)          # Q @ K^T
+    _arrow(ax, (x_qkv + edge, y_k), (x_at - _AT_R, y_row - 0.05), kc)
+    ax.text(x_at + 0.02, y_k - 0.1, "Kᵀ (d_k, T)", ha="center", va="top", fontsize=style.FONT_PT, color=kc)
+    _at(ax, x_at, y_row)
+    _arrow(ax, (x_at + _AT_R, y_row), (x_dots - 0.55, y_row))
+    _box(ax, x_dots, y_row, "dot products", "(T, T)", toy(T, T), gc, width=1.1)
+    _arrow(ax, (x_dots + 0.55, y_row), (x_scores - edge, y_row))
+    ax.text((x_dots + x_scores) / 2, y_row + _BOX_H / 2 + 0.04, "÷ √d_k", ha="center", va="bottom",
+            fontsize=style.TITLE_PT)
+    _box(ax, x_scores, y_row, "scores", "(T, T)", toy(T, T), gc)
+    _arrow(ax, (x_scores + edge, y_row), (x_weights - edge, y_row))
+    ax.text((x_scores + x_weights) / 2, y_row + _BOX_H / 2 + 0.04, "softmax\nalong each row", ha="center",
+            va="bottom", fontsize=style.FONT_PT)
+    _box(ax, x_weights, y_row, "weights", "(T, T)", toy(T, T), gc)
+
+    y_out = 0.38                                                               # weights @ V
+    _arrow(ax, (x_weights, y_row - _BOX_H / 2 - (0.3 if T else 0.02)), (x_weights, y_v + _AT_R))
+    _arrow(ax, (x_qkv + edge, y_v), (x_weights - _AT_R, y_v), vc)
+    _at(ax, x_weights, y_v)
+    _arrow(ax, (x_weights, y_v - _AT_R), (x_weights, y_out + _BOX_H / 2))
+    _box(ax, x_weights, y_out, "output", "(T, d_v)", None, vc)
+    if T is not None:
+        ax.text(x_weights - edge - 0.08, y_out, f"here {toy(T, d_v)}", ha="right", va="center",
+                fontsize=style.FONT_PT, color="#555555")
+    ax.text(x_weights - 0.25, (y_v + y_row) / 2 - 0.1, "weights @ V", ha="right", va="center",
+            fontsize=style.FONT_PT)
+    ax.text((x_qkv + x_weights) / 2, y_v + 0.08, "V waits for the weights", ha="center", va="bottom",
+            fontsize=style.FONT_PT, color=vc)
+    ax.set(xlim=(0, style.COLUMN_WIDTH), ylim=(0, 3.9), aspect="equal")
+    ax.axis("off")
+    return ax

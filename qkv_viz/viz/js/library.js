@@ -12,20 +12,27 @@ const LFONT = "14px sans-serif", LSMALL = "13px sans-serif", LBOLD = "bold 14px 
 
 // Where a key's label of w x h pixels goes (its centre): beyond the arrow's tip, along the arrow
 // (origin -> tip, canvas points), if it fits inside the plot box; else just above (or below) the
-// tip, slid sideways into the box; never on the frame.
-function keyLabelCentre(origin, tip, w, h, box, gap = 6) {
+// tip, slid sideways into the box; never on the frame; and, where a place is free, off every
+// rectangle of `avoid` ([centre x, centre y, w, h]: the query's head and the labels placed so far).
+function keyLabelCentre(origin, tip, w, h, box, gap = 6, avoid = []) {
   const a = Math.atan2(tip[1] - origin[1], tip[0] - origin[0]);
   const minX = box.x + w / 2 + 2, maxX = box.x + box.w - w / 2 - 2;
   const minY = box.y + h / 2 + 2, maxY = box.y + box.h - h / 2 - 2;
   const fits = ([x, y]) => x >= minX && x <= maxX && y >= minY && y <= maxY;
+  const free = ([x, y]) => avoid.every(([ax, ay, aw, ah]) => Math.abs(x - ax) >= (w + aw) / 2 - 2 || Math.abs(y - ay) >= (h + ah) / 2 - 2);  // 2 px may touch
   const slide = (x) => Math.min(Math.max(x, minX), maxX);
   const up = Math.sin(a) <= 0;  // the arrow points up the screen
-  const candidates = [
-    [tip[0] + Math.cos(a) * (w / 2 + gap), tip[1] + Math.sin(a) * (h / 2 + gap)],
-    [slide(tip[0]), tip[1] + (up ? -1 : 1) * (h / 2 + gap)],
-    [slide(tip[0]), tip[1] + (up ? 1 : -1) * (h / 2 + gap)]];
-  for (const c of candidates) if (fits(c)) return c;
-  return [slide(candidates[0][0]), Math.min(Math.max(candidates[0][1], minY), maxY)];
+  const side = Math.cos(a) >= 0 ? 1 : -1;  // the arrow points right
+  const around = (g) => [
+    [tip[0] + Math.cos(a) * (w / 2 + g), tip[1] + Math.sin(a) * (h / 2 + g)],
+    [slide(tip[0]), tip[1] + (up ? -1 : 1) * (h / 2 + g)],
+    [tip[0] + side * (w / 2 + g), tip[1]],
+    [slide(tip[0]), tip[1] + (up ? 1 : -1) * (h / 2 + g)],
+    [tip[0] - side * (w / 2 + g), tip[1]]];
+  const near = around(gap), far = around(gap + h + 2);
+  for (const c of [...near, ...far]) if (fits(c) && free(c)) return c;
+  for (const c of near) if (fits(c)) return c;
+  return [slide(near[0][0]), Math.min(Math.max(near[0][1], minY), maxY)];
 }
 
 function render({model, el}) {
@@ -91,16 +98,24 @@ function render({model, el}) {
       ctx.lineTo(x1 - head * Math.cos(a + 0.4), y1 - head * Math.sin(a + 0.4)); ctx.fill();
       ctx.lineWidth = 1;
     };
+    // Each key's label off the query's head and off the labels placed before it; then the query's
+    // label, like a key's, off every key's tip and label.
+    ctx.font = LBOLD;
+    const qTip = [X(s.query[0]), Y(s.query[1])], qW = ctx.measureText("query").width;
+    const placed = [[qTip[0], qTip[1], 18, 18]];  // the query's head
     for (let b = 0; b < nBooks; b++) {
       const kx = keys[b * dK], ky = keys[b * dK + 1];
       arrow(kx, ky, KEY_COLOUR, 1.6, []);  // one width for every key: the weight is written at the tip
       const label = `book ${b}: ${r.weights[b].toFixed(2)}`;
       ctx.font = LBOLD;
-      const [lx, ly] = keyLabelCentre([X(0), Y(0)], [X(kx), Y(ky)], ctx.measureText(label).width, LABEL_H, box);
+      const w = ctx.measureText(label).width;
+      const [lx, ly] = keyLabelCentre([X(0), Y(0)], [X(kx), Y(ky)], w, LABEL_H, box, 6, placed);
+      placed.push([lx, ly, w, LABEL_H], [X(kx), Y(ky), 10, 10]);
       text(ctx, label, lx, ly, {align: "center", base: "middle", font: LBOLD, colour: KEY_COLOUR});
     }
+    const [qx, qy] = keyLabelCentre([X(0), Y(0)], qTip, qW, LABEL_H, box, 6, placed.slice(1));
     arrow(s.query[0], s.query[1], QUERY_COLOUR, 2, [5, 3]);
-    text(ctx, "query", X(s.query[0]) - 4, Y(s.query[1]) - 8, {align: "right", font: LBOLD, colour: QUERY_TEXT});
+    text(ctx, "query", qx, qy, {align: "center", base: "middle", font: LBOLD, colour: QUERY_TEXT});
     for (let v = -2 * Math.floor(lim / 2); v <= lim; v += 2) {  // ticks at the even numbers, as in the still
       text(ctx, String(v), X(v), box.y + box.h + 15, {align: "center", font: LSMALL});
       text(ctx, String(v), box.x - 4, Y(v), {align: "right", base: "middle", font: LSMALL});

@@ -53,3 +53,21 @@ def test_bank_moves_refuses_mismatched_shapes_naming_them():
     label, start, w, V, tokens = _moves()[0]
     with pytest.raises(ValueError, match=r"V \(T, 2\)"):
         bank_moves([(label, start, w, V[:, :1], tokens)])
+
+
+def test_data_flow_draws_five_products_and_the_toy_shapes():
+    from qkv_viz.chapters.ch00_start.figures import data_flow
+    ax = data_flow(T=4, d_model=3, d_k=3, d_v=3)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("@") == 5  # X @ W_q, X @ W_k, X @ W_v, Q @ K^T, weights @ V
+    for shape in ("(T, d_model)", "(T, d_k)", "(T, d_v)", "(T, T)", "Kᵀ (d_k, T)"):
+        assert shape in texts, shape
+    assert texts.count("here (4, 4)") == 3 and "here (4, 3)" in texts
+    assert min(t.get_fontsize() for t in ax.texts) >= 10
+    assert all("here" not in t for t in [t.get_text() for t in data_flow().texts])
+
+
+def test_data_flow_wants_all_the_shapes_or_none():
+    from qkv_viz.chapters.ch00_start.figures import data_flow
+    with pytest.raises(ValueError, match="d_model"):
+        data_flow(T=4, d_model=3)

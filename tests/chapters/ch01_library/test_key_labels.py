@@ -39,3 +39,19 @@ def test_each_label_is_inside_the_box_and_off_its_arrow(key):
     c = place(origin, tip)
     assert inside(c), c
     assert off_the_arrow(origin, tip, c), c
+
+
+@pytest.mark.skipif(node_path() is None, reason="node is not installed")
+@pytest.mark.parametrize("key, query", [((2.0, 0.0), (1.5, 0.5)), ((0.0, 2.0), (0.0, 2.0)), ((-1.0, -0.5), (-1.0, -0.5))])
+def test_a_label_leaves_the_query_head_free(key, query):
+    """The page's query beside book 0's tip, and a query on a key's tip: the key's label avoids the
+    query's head (an 18 px square), and stays inside the box."""
+    lim = 2.6
+    X = lambda v: BOX["x"] + BOX["w"] * (v + lim) / (2 * lim)  # noqa: E731
+    Y = lambda v: BOX["y"] + BOX["h"] * (lim - v) / (2 * lim)  # noqa: E731
+    head = [X(query[0]), Y(query[1]), 18, 18]
+    c = np.array(run_js(module_source("library.js"),
+                        f"return keyLabelCentre([{X(0)}, {Y(0)}], [{X(key[0])}, {Y(key[1])}], {W}, {H}, "
+                        f"{{x: {BOX['x']}, y: {BOX['y']}, w: {BOX['w']}, h: {BOX['h']}}}, 6, [{head}]);"))
+    assert inside(c), c
+    assert abs(c[0] - head[0]) >= (W + 18) / 2 - 2 or abs(c[1] - head[1]) >= (H + 18) / 2 - 2, c

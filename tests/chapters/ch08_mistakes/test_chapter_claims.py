@@ -215,7 +215,7 @@ def test_merging_heads_without_the_transpose_keeps_the_shape_and_mixes_tokens():
 
 
 def test_a_tied_k_v_twice_as_wide_finds_the_token_and_returns_its_content_and_its_label():
-    """Section 2's last line: tying fails at the same width, not at any width."""
+    """Section 2 says tying fails at the same width: it does not fail at any width."""
     content, x, x_query, W_label, W_content = _tied_toy()
     q = x_query @ np.hstack([W_label, np.zeros((5, 2))])
     kv = x @ np.hstack([W_label, W_content])
@@ -234,3 +234,8 @@ def test_a_b_1_s_padding_mask_on_b_h_t_s_scores_masks_head_h_with_sentence_h():
     np.testing.assert_allclose(bug[1, :, 0, 1:].sum(-1), [2 / 3, 0])
     with pytest.raises(ValueError):                                 # B != H: numpy refuses
         np.broadcast_to(np.ones((2, 1, 3), dtype=bool), (2, 4, 3, 3))
+    with pytest.raises(ValueError, match=r"\(B, 1, 1, S\)"):          # the package refuses (B, 1, S) outright
+        masked_softmax(scores, pad[:, None, :])
+    filled = np.where(pad[:, None, :], scores, -np.inf)             # hand-written: broadcasts without a word
+    e = np.exp(filled - filled.max(-1, keepdims=True))
+    np.testing.assert_allclose((e / e.sum(-1, keepdims=True))[1, :, 0, 1:].sum(-1), [2 / 3, 0])

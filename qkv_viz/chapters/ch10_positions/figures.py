@@ -192,19 +192,29 @@ def plot_angles(T: int, d_k: int, base: float = 10000.0, ax=None):
     return [im, bar]
 
 
-def plot_frequencies_and_decay(d_k: int, base: float, distances, expected, axes=None, T: int = 64):
+def plot_frequencies_and_decay(d_k: int, base: float, distances, expected, axes=None, T: int = 64, bound=None):
     """Left: cos(m * theta_i) of every pair at positions 0..T-1 (``plot_angles``). Right: the
-    expected q_m . k_n / d_k of a key equal to its query against n - m (``toy.expected_decay``)."""
+    expected q_m . k_n / d_k of a key equal to its query against n - m (``toy.expected_decay``),
+    and, if given, the RoPE paper's distance factor ``bound`` (same length as ``distances``, 1 at 0)."""
     if axes is None:
         fig, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.48), layout="constrained",
                                  gridspec_kw={"width_ratios": [1, 1.15]})
         fig.get_layout_engine().set(wspace=0.08)      # room between the colour bar and the right panel's label
     ax1, ax2 = np.atleast_1d(axes)
     im, _ = plot_angles(T, d_k, base, ax=ax1)
-    arts = [im, ax2.plot(distances, expected, color=style.QUERY_COLOR)[0]]
+    arts = [im, ax2.plot(distances, expected, color=style.QUERY_COLOR, label="expected match, key = query")[0]]
     ax2.axhline(0, color="#444", lw=0.8)
-    ax2.set(xlabel="distance n − m", ylabel="expected $q_m \\cdot k_n$ / d_k",
-            title="key = query: $(2/d_k)\\,\\sum_i \\cos((n-m)\\,\\theta_i)$")
+    title = "key = query: $(2/d_k)\\,\\sum_i \\cos((n-m)\\,\\theta_i)$"
+    if bound is not None:
+        bound = as_array("bound", bound, ndim=1)
+        if bound.shape[0] != len(distances):
+            raise ValueError(f"bound must have one value per distance ({len(distances)}), got {bound.shape[0]}")
+        arts.append(ax2.plot(distances, bound, color="#777", label="the paper's bound, its distance factor")[0])
+        ax2.legend(loc="upper right", fontsize=style.FONT_PT)
+        title, ylabel = "match and bound against distance", "relative to distance 0"
+    else:
+        ylabel = "expected $q_m \\cdot k_n$ / d_k"
+    ax2.set(xlabel="distance n − m", ylabel=ylabel, title=title)
     return arts
 
 

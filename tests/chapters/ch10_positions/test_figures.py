@@ -161,3 +161,15 @@ def test_angle_map_is_the_cosine_of_m_theta_i_on_a_diverging_map_with_a_labelled
     assert im.get_array()[1, 0] == pytest.approx(np.cos(1.0))   # pair 0 turns 1 radian per position
     assert im.get_clim() == (-1, 1) and im.get_cmap().name == "RdBu_r"   # symmetric, not cyclic
     assert "cos" in bar.ax.get_xlabel() and bar.orientation == "horizontal"   # under the map, clear of a neighbour
+
+
+def test_decay_panel_draws_the_bound_beside_the_match_and_refuses_a_wrong_length():
+    import matplotlib.pyplot as plt
+    d = np.arange(6)
+    arts = figures.plot_frequencies_and_decay(8, 10000.0, d, np.ones(6), bound=np.linspace(1, 0.5, 6))
+    np.testing.assert_allclose(arts[2].get_ydata(), np.linspace(1, 0.5, 6))
+    assert [t.get_text() for t in arts[2].axes.get_legend().get_texts()][1].startswith("the paper's bound")
+    plt.close("all")
+    with pytest.raises(ValueError, match="bound must have one value per distance"):
+        figures.plot_frequencies_and_decay(8, 10000.0, d, np.ones(6), bound=np.ones(5))
+    plt.close("all")

@@ -67,7 +67,7 @@ def token_row_figure(rows, tokens, titles, labels):
         ax.set_title(title)
         ax.set_xlabel("keys (attended to)")
         ax.set_ylim(0, 1)
-    axes[0, 0].set_ylabel("attention weight")
+    axes[0, 0].set_ylabel(style.WEIGHTS_LABEL)
     axes[0, -1].legend(loc="upper right")
     plt.close(fig)
     return fig

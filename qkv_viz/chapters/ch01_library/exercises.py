@@ -10,14 +10,14 @@ error. Wrong answers get a hint, never the answer. Worked solutions are in
    values (B, S, d_v) -> output (B, T, d_v), weights (B, T, S), with T != S.
 2. ``check_lookup_available(fn)``: ``fn(query, keys, values, available, temperature) -> (output, weights)``:
    a soft lookup in which the books with ``available == False`` get weight exactly 0 (a mask).
-3. ``check_doubled_query_temperature(answer)``: the temperature at which the doubled
-   query ``2 * DEMO_QUERY`` gives back the weights the demo query has at temperature 1.
+3. ``check_longer_query_temperature(answer)``: the temperature at which the tripled query
+   ``3 * DEMO_QUERY`` against every key halved gives back the demo query's weights at temperature 1.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.chapters.ch01_library.library import demo_library, soft_lookup
+from qkv_viz.chapters.ch01_library.library import Library, demo_library, soft_lookup
 from qkv_viz.chapters.ch01_library.library import DEMO_QUERY
 from qkv_viz.chapters.feedback import Feedback, check_function, no_answer
 from qkv_viz.core.attention import scaled_dot_product_attention
@@ -182,9 +182,10 @@ def check_lookup_available(fn, seed=None) -> Feedback:
                                  "a token from reading the future.")
 
 
-# ---------------------------------------------------------------- exercise 3: a longer query
-def check_doubled_query_temperature(answer) -> Feedback:
-    """Which temperature makes ``2 * DEMO_QUERY`` give the weights ``DEMO_QUERY`` has at temperature 1?"""
+# ---------------------------------------------------------------- exercise 3: longer queries, shorter keys
+def check_longer_query_temperature(answer) -> Feedback:
+    """Which temperature makes ``3 * DEMO_QUERY`` against every key halved give the weights
+    ``DEMO_QUERY`` has against the page's keys at temperature 1?"""
     if answer is None:
         return no_answer()
     lib = demo_library()
@@ -195,11 +196,12 @@ def check_doubled_query_temperature(answer) -> Feedback:
         return Feedback(False, "Give one number (a temperature > 0).")
     if not np.isfinite(t) or t <= 0:
         return Feedback(False, "A temperature must be a positive number.")
-    got = soft_lookup(2 * DEMO_QUERY, lib, t)[1]
+    halved = Library(lib.titles, lib.keys / 2, lib.values)
+    got = soft_lookup(3 * DEMO_QUERY, halved, t)[1]
     if np.allclose(got, target, atol=1e-4):
-        return Feedback(True, "Doubling the query doubles every score; dividing by 2 undoes it. "
-                              "A longer query acts like a colder temperature.")
+        return Feedback(True, "Every score is (3q) . (k / 2) = 1.5 (q . k); dividing by 1.5 undoes it. "
+                              "The lengths of queries and keys turn the same dial as the temperature.")
     direction = "sharper" if got.max() > target.max() else "flatter"
-    return Feedback(False, f"At that temperature the doubled query's weights are {direction} than "
-                           f"the original's (top weight {got.max():.3f} vs {target.max():.3f}). "
-                           "Hint: what does doubling the query do to each score q . k?")
+    return Feedback(False, f"At that temperature the new weights are {direction} than the original's "
+                           f"(top weight {got.max():.3f} vs {target.max():.3f}). "
+                           "Hint: what do the two changes do, together, to each dot product q . k?")

@@ -31,5 +31,5 @@ def lookup_available(query, keys, values, available, temperature):
     return weights @ values, weights                       # (S,) @ (S, d_v) -> (d_v,)
 
 
-# Exercise 3: (2q) . k = 2 (q . k), and softmax((2 s) / 2) = softmax(s): temperature 2 undoes the doubling.
-DOUBLED_QUERY_TEMPERATURE = 2.0
+# Exercise 3: (3q) . (k / 2) = 1.5 (q . k), and softmax((1.5 s) / 1.5) = softmax(s): temperature 1.5 undoes it.
+LONGER_QUERY_TEMPERATURE = 1.5

@@ -14,7 +14,7 @@ def stub(*args):
 CHECKS = [  # (checker, solution)
     (ch01.check_lookup_many, solutions.lookup_many),
     (ch01.check_lookup_available, solutions.lookup_available),
-    (ch01.check_doubled_query_temperature, solutions.DOUBLED_QUERY_TEMPERATURE),
+    (ch01.check_longer_query_temperature, solutions.LONGER_QUERY_TEMPERATURE),
 ]
 
 
@@ -127,8 +127,8 @@ def test_available_cases_mask_something_keep_something_and_have_a_huge_score():
 
 
 def test_conceptual_answers_refuse_wrong_numbers_without_giving_the_answer():
-    for wrong in (1.0, 0.5, 4.0, -2.0, "two"):
-        fb = ch01.check_doubled_query_temperature(wrong)
+    for wrong in (1.0, 2.0, 0.5, 3.0, 6.0, -2.0, "two"):  # 2, 3, 0.5: doubling, or one change alone
+        fb = ch01.check_longer_query_temperature(wrong)
         assert not fb and not fb.pending
-    msg = ch01.check_doubled_query_temperature(1.0).message
-    assert "temperature 2" not in msg and "2.0" not in msg and "divid" not in msg
+    msg = ch01.check_longer_query_temperature(1.0).message
+    assert "1.5" not in msg and "divid" not in msg

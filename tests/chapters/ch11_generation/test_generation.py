@@ -103,7 +103,9 @@ def test_the_stepper_model_is_the_pages_model():
     import torch.nn.functional as F
     from qkv_viz.chapters.ch11_generation.generation import PROMPT, SENTENCES, VOCAB, trained_writer, write
     nb = json.loads((pathlib.Path(__file__).parents[3] / "notebooks" / "11_generating_text.ipynb").read_text())
-    cell = next("".join(c["source"]) for c in nb["cells"] if "SENTENCES = " in "".join(c["source"]))
+    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    start = next(i for i, s in enumerate(cells) if "SENTENCES = " in s)      # data and parameters, then
+    cell = cells[start] + "\n" + next(s for s in cells[start:] if "for _ in range(150)" in s)   # the training loop
     page = {"np": np, "torch": torch, "F": F, "math": math, "print": lambda *a: None}
     exec(cell, page)
     E, p = trained_writer()

@@ -11,11 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from qkv_viz.chapters.feedback import Feedback, check_close, check_function
-from qkv_viz.core.diagnostics import softmax_grad_norm
 from qkv_viz.core.softmax import softmax, softmax_jacobian
 
 D_K_EX3, VAR_Q_EX3 = 48, 4.0  # exercise 3: a width and a query variance the page never prints
-ROW_EX4 = (0.5, 0.25, 0.25)   # exercise 4: an uneven row (the even-split formula does not apply)
+MAX_WEIGHT_EX4 = 0.99          # exercise 4: the max weight that counts as saturated (the chapter's threshold)
 
 
 # ---------------------------------------------------------------- exercise 1: the gradient that reaches the keys
@@ -117,9 +116,9 @@ def check_new_width_std(answer) -> Feedback:
                             "d_k such terms add up; the std is the square root of the variance.")
 
 
-def check_row_grad_norm(answer) -> Feedback:
-    """Exercise 4: Frobenius norm of the softmax Jacobian for the row w = [1/2, 1/4, 1/4]."""
-    expected = float(softmax_grad_norm(np.array(ROW_EX4)))
-    return check_close(answer, expected, rtol=1e-2, atol=0.0,
-                       hint="build J = diag(w) - w w^T: the diagonal entries are w_i (1 - w_i), the others "
-                            "-w_i w_j; square all 9 entries, add them up, take the square root.")
+def check_saturating_d_k(answer) -> Feedback:
+    """Exercise 4: the d_k at which std(q . (k_1 - k_0)) = ln(p / (1 - p)), p = 0.99 (two keys, no factor)."""
+    gap = np.log(MAX_WEIGHT_EX4 / (1 - MAX_WEIGHT_EX4))        # sigma(gap) = 0.99
+    return check_close(answer, float(gap ** 2 / 2), rtol=0.02, atol=0.0,
+                       hint="sigma(D) = 0.99 gives D = ln(0.99 / 0.01); each term q_i (k_1i - k_0i) has "
+                            "variance 1 * (1 + 1), d_k such terms add up; set the std equal to D and solve.")

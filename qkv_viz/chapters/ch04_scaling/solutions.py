@@ -25,8 +25,8 @@ def jacobian_norms(weights):
 # 3. Var(q . k) = d_k Var(q_i) Var(k_i) = 48 * 4 * 1 = 192, so the std is sqrt(192) ~ 13.86.
 NEW_WIDTH_STD = float(np.sqrt(48 * 4.0 * 1.0))
 
-# 4. w = [1/2, 1/4, 1/4]: J = [[ 1/4,   -1/8,   -1/8 ],
-#                             [-1/8,    3/16,  -1/16],
-#                             [-1/8,   -1/16,   3/16]]
-#    sum of squares = 1/16 + 4/64 + 2 * 9/256 + 2/256 = 52/256, so ||J||_F = sqrt(52) / 16 ~ 0.451.
-ROW_GRAD_NORM = float(np.sqrt(52) / 16)
+# 4. Two keys saturate (max weight 0.99) when the gap D = s_1 - s_0 has sigma(D) = 0.99: D = ln(99) ~ 4.60.
+#    Unscaled, D = q . (k_1 - k_0): d_k terms, each of variance Var(q_i) (Var(k_1i) + Var(k_0i)) = 2,
+#    so std(D) = sqrt(2 d_k). sqrt(2 d_k) = ln(99) gives d_k = ln(99)^2 / 2 ~ 10.6: already at d_k = 16
+#    a one-std gap saturates a two-key row.
+SATURATING_D_K = float(np.log(99) ** 2 / 2)

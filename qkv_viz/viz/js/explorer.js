@@ -172,7 +172,7 @@ function render({model, el}) {
     ctx.lineWidth = 2;
     ctx.strokeRect(HX - 1, HY + s.query * cell - 1, HS + 2, Math.max(cell, 2) + 2);
     ctx.lineWidth = 1;
-    drawColourBar(ctx, lut, HX + HS + 10, HY, 12, HS, "weight");
+    drawColourBar(ctx, lut, HX + HS + 10, HY, 12, HS, "weights");
     const m = numbers.metrics;
     describe(heat.canvas, `attention weights of ${n} queries over ${n} keys at d_k = ${s.dk}, ${scaling()}: `
       + `row mean max weight ${m.max_weight.toFixed(2)}, ${m.effective_tokens.toFixed(1)} effective keys of ${n}; `
@@ -208,6 +208,22 @@ function render({model, el}) {
       + `${fmt(numbers.factor)} run from ${fmt(Math.min(...sc), 2)} (below the zero line) to ${fmt(Math.max(...sc), 2)}`);
   }
 
+  // Round tick values inside [lo, hi] (in log10 units when log): 1, 3, 10, 30 ... or steps of 1, 2, 2.5, 5 x 10^k.
+  function niceTicks(lo, hi, log) {
+    if (log) {
+      const out = [];
+      for (let e = Math.floor(lo); e <= Math.ceil(hi); e++) {
+        for (const m of [1, 3]) { const v = m * Math.pow(10, e); if (Math.log10(v) >= lo && Math.log10(v) <= hi) out.push(v); }
+      }
+      return out;
+    }
+    const raw = (hi - lo) / 4, p = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 2.5, 5, 10].map((m) => m * p).find((v) => v >= 0.8 * raw);   // 3 to 5 ticks
+    const out = [];
+    for (let v = Math.ceil(lo / step) * step; v <= hi + 1e-9; v += step) out.push(Number(v.toPrecision(6)));
+    return out;
+  }
+
   function drawCurve() {
     const {ctx, width, height} = curve;
     ctx.clearRect(0, 0, width, height);
@@ -220,7 +236,8 @@ function render({model, el}) {
     const ys = [...curves[s.metric].scaled, ...curves[s.metric].unscaled];
     const log = s.metric === "score_std";
     const tf = log ? Math.log10 : (v) => v;
-    let lo = Math.min(...ys.map(tf)), hi = Math.max(...ys.map(tf));
+    const uniform = s.metric === "max_weight" ? 1 / data.n : null;   // a uniform row's max weight, drawn as a line
+    let lo = Math.min(...ys.map(tf), ...(uniform ? [uniform] : [])), hi = Math.max(...ys.map(tf));
     if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
     const pad = 0.06 * (hi - lo);
     lo -= pad; hi += pad;
@@ -229,11 +246,15 @@ function render({model, el}) {
     ctx.strokeStyle = "#444";
     ctx.strokeRect(box.x - 0.5, box.y - 0.5, box.w + 1, box.h + 1);
     dks.forEach((d, t) => { if (t % 2 === 0) text(ctx, String(d), xOf(t), box.y + box.h + 14, {align: "center", font: TICK}); });
-    text(ctx, "d\u2096 (log scale)", box.x + box.w / 2, box.y + box.h + 32, {align: "center"});
-    const ticks = [lo + pad, (lo + hi) / 2, hi - pad];
-    for (const t of ticks) {
-      const v = log ? Math.pow(10, t) : t;
+    text(ctx, "d\u2096 (log scale)", box.x + box.w / 2, box.y + box.h + 32, {align: "center", font: TICK});
+    for (const v of niceTicks(lo, hi, log)) {
       text(ctx, fmt(v, 2), box.x - 6, yOf(v), {align: "right", base: "middle", font: TICK});
+    }
+    if (uniform) {
+      ctx.strokeStyle = "#777"; ctx.setLineDash([2, 3]);
+      ctx.beginPath(); ctx.moveTo(box.x, yOf(uniform)); ctx.lineTo(box.x + box.w, yOf(uniform)); ctx.stroke();
+      ctx.setLineDash([]);
+      text(ctx, `uniform row: 1/${data.n}`, box.x + box.w - 4, yOf(uniform) - 5, {align: "right", font: TICK});
     }
     for (const [key, colour] of [["scaled", SCALED], ["unscaled", UNSCALED]]) {
       ctx.strokeStyle = colour;

@@ -9,7 +9,7 @@ from qkv_viz.chapters.ch04_scaling import solutions as sol
 
 
 SOLVED = {ch04.check_key_grad: sol.key_grad, ch04.check_jacobian_norms: sol.jacobian_norms,
-          ch04.check_new_width_std: sol.NEW_WIDTH_STD, ch04.check_row_grad_norm: sol.ROW_GRAD_NORM}
+          ch04.check_new_width_std: sol.NEW_WIDTH_STD, ch04.check_saturating_d_k: sol.SATURATING_D_K}
 
 
 @pytest.mark.parametrize("check", list(SOLVED))
@@ -92,7 +92,7 @@ def test_new_width_std_matches_a_measurement():
 
 
 @pytest.mark.parametrize("check, right", [(ch04.check_new_width_std, sol.NEW_WIDTH_STD),
-                                          (ch04.check_row_grad_norm, sol.ROW_GRAD_NORM)])
+                                          (ch04.check_saturating_d_k, sol.SATURATING_D_K)])
 def test_wrong_numbers_get_hint_without_answer(check, right):
     for wrong in (right * 1.5, right / 2, right ** 2, [right, right], "big"):
         fb = check(wrong)
@@ -102,11 +102,15 @@ def test_wrong_numbers_get_hint_without_answer(check, right):
             assert format(right, fmt) not in fb.message
 
 
-def test_row_grad_norm_is_the_frobenius_norm():
-    p = np.array(ch04.ROW_EX4)
-    assert np.linalg.norm(softmax_jacobian(p)) == pytest.approx(sol.ROW_GRAD_NORM)
-    assert not ch04.check_row_grad_norm(np.sqrt(2) / 3)  # the even split over m = 3 is not this row
-
+def test_saturating_d_k_matches_a_measurement():
+    """At the answer's d_k, a two-key gap of one std gives max weight 0.99; measured gaps have that std."""
+    d_k = sol.SATURATING_D_K
+    assert 1 / (1 + np.exp(-np.sqrt(2 * d_k))) == pytest.approx(ch04.MAX_WEIGHT_EX4)
+    rng = np.random.default_rng(0)
+    q, k0, k1 = (rng.normal(size=(40000, 11)) for _ in range(3))
+    assert np.std(np.sum(q * (k1 - k0), axis=-1)) == pytest.approx(np.sqrt(22), rel=0.02)
+    assert not ch04.check_saturating_d_k(np.log(99) ** 2)      # forgot that two keys' variances add
+    assert ch04.check_saturating_d_k(10.6)
 
 def test_the_sum_form_passes_on_near_one_hot_rows_for_many_seeds():
     """The worked solution's sum form loses digits on near one-hot rows; the checker must not reject it."""

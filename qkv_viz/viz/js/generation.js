@@ -219,7 +219,7 @@ function render({model, el}) {
     ctx.lineWidth = 1;
     words.forEach((w, j) => text(ctx, w, left + (j + 0.5) * cell, top + T * cell + 8,
                                  {align: "right", base: "middle", angle: -Math.PI / 4, colour: j > t ? LATER : "#222"}));
-    drawColourBar(ctx, lut, wbar, top, 12, T * cell, "attention weight");
+    drawColourBar(ctx, lut, wbar, top, 12, T * cell, "weights");
     // the new token's logits and the choice they make
     const lg = st.logits.subarray(t * nv, (t + 1) * nv);
     let best = 0;

@@ -56,7 +56,8 @@ function render({model, el}) {
     const gridH = rows * (panel + titleH + gap) - gap;
     text(ctx, "queries (attending)", 10, gridH / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: "13px sans-serif"});
     text(ctx, "keys (attended to)", left + cols * (panel + gap) / 2, gridH + bottom - 4, {align: "center", font: "13px sans-serif"});
-    drawColourBar(ctx, lut, left + cols * (panel + gap), titleH, 12, Math.min(gridH - titleH, 300), "weights");
+    drawColourBar(ctx, lut, left + cols * (panel + gap), titleH, 12, Math.min(gridH - titleH, 300), "weights",
+                  {font: "13px sans-serif", labelFont: "13px sans-serif", labelGap: 34});
     const sharpest = eff.indexOf(Math.min(...eff));
     describe(c.canvas, `layer ${shown} of 0..${data.L - 1}: attention weights of ${H} heads over ${T} tokens `
       + `(${tokens.join(" ")}); effective tokens per head (mean over queries): `

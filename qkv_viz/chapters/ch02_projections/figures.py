@@ -2,7 +2,6 @@
 
 - ``plot_token_to_qkv``: one token vector x becoming three vectors q, k, v,
   every entry written in its cell.
-- ``plot_key_plane``: every token's query and key as arrows in the d_k = 2 plane where they meet.
 - ``frame_row_max``: frame each row's largest score on a heatmap.
 - ``asymmetry``: how far W_q W_k^T is from symmetric (a number, for the tests and exercises).
 - ``plot_learning``: the training run: what the verb reads, step by step, and the row of W_q W_k^T it learned.
@@ -80,54 +79,6 @@ def plot_token_to_qkv(x, W_q, W_k, W_v, ax=None, token: str = "token 0", decimal
     ax.set(xlim=(min(-0.2, x_left - 2.6), total + 0.2), ylim=(-1.9, top + 1.2), aspect="equal")
     ax.axis("off")
     return artists
-
-
-def plot_key_plane(Q, K, tokens, ax=None, axis_names=("coordinate 0", "coordinate 1")):
-    """Queries (T, 2) and keys (T, 2) as arrows from the origin in the plane where they meet (d_k = 2).
-
-    Keys are thick blue arrows, queries thin vermillion ones drawn on top; tokens whose vectors
-    coincide share one label ("key of dog", "queries of dog, ball"), and the zero vectors are one
-    grey dot at the origin, labelled. ``axis_names`` label the two key coordinates. Returns a dict:
-    "keys" and "queries" (the arrows), "labels" (the texts)."""
-    Q, K = as_array("Q", Q, ndim=2), as_array("K", K, ndim=2)
-    if Q.shape != K.shape or Q.shape[1] != 2 or len(tokens) != len(Q):
-        raise ValueError(f"Q and K must both be (T, 2) with T = {len(tokens)} tokens, "
-                         f"got Q {Q.shape} and K {K.shape}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=style.figsize(0.62, 0.5))
-    points = {}  # rounded tip -> {"k": [tokens], "q": [tokens]}
-    for role, M in (("k", K), ("q", Q)):
-        for t, v in zip(tokens, M):
-            points.setdefault(tuple(np.round(v, 6)), {"k": [], "q": []})[role].append(t)
-    arrows = {"k": [], "q": []}
-    labels = []
-    for tip, who in points.items():
-        lines = [(ROLE_COLORS[r], f"{'keys' if len(who[r]) > 1 else 'key'} of {', '.join(who[r])}" if r == "k"
-                  else f"{'queries' if len(who[r]) > 1 else 'query'} of {', '.join(who[r])}")
-                 for r in ("k", "q") if who[r]]
-        zero = np.allclose(tip, 0)
-        if zero:
-            ax.plot(0, 0, "o", color="0.35", ms=6, zorder=5)
-        else:
-            for role, lw, scale in (("k", 5.0, 22), ("q", 1.8, 14)):
-                if who[role]:
-                    arrows[role].append(ax.add_patch(FancyArrowPatch(
-                        (0, 0), tip, arrowstyle="-|>", mutation_scale=scale, color=ROLE_COLORS[role],
-                        lw=lw, shrinkA=0, shrinkB=0, zorder=3 if role == "k" else 4)))
-        x0, y0 = tip
-        dx, dy = (0.15, -0.15) if zero else (0.15, 0.1)
-        for n, (color, text) in enumerate(lines):
-            labels.append(ax.text(x0 + dx, y0 + dy - 0.3 * n, text + (" (all zero)" if zero and n == 0 else ""),
-                                  color=color, fontsize=style.FONT_PT, ha="left", va="top" if zero else "bottom"))
-    tips = np.vstack([Q, K, np.zeros((1, 2))])
-    lo, hi = tips.min(axis=0), tips.max(axis=0)
-    ax.set(xlim=(lo[0] - 0.5, hi[0] + 2.6), ylim=(lo[1] - 1.2, hi[1] + 0.8), aspect="equal",
-           xlabel=axis_names[0], ylabel=axis_names[1])
-    ax.axhline(0, color="0.85", lw=0.8, zorder=0)
-    ax.axvline(0, color="0.85", lw=0.8, zorder=0)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    return {"keys": arrows["k"], "queries": arrows["q"], "labels": labels}
 
 
 def frame_row_max(scores, ax=None, color="black"):

@@ -95,23 +95,3 @@ def test_plot_learning_names_the_target_and_the_others_once():
     assert [t.get_text() for t in legend.get_texts()] == ['"dog"', "the other 4 (they overlap)"]
     assert {line.get_linestyle() for line in arts["others"]} == {"-"}    # one style: the legend names them once
     assert len(arts["target"].figure.axes) == 3                          # two panels and one colour bar
-
-
-def test_key_plane_draws_each_nonzero_query_and_key_and_labels_who_shares_them():
-    from qkv_viz.chapters.ch02_projections.figures import plot_key_plane
-    tokens = ["the", "dog", "chased", "a", "ball"]
-    Q = np.array([[0, 0], [0, 2], [2, 0], [0, 0], [0, 2.]])
-    K = np.array([[0, 0], [2, 0], [0, 2], [0, 0], [0, 0.]])
-    drawn = plot_key_plane(Q, K, tokens)
-    tips = sorted(tuple(np.round(a.get_path().vertices.max(axis=0))) for a in drawn["keys"])
-    assert len(drawn["keys"]) == 2 and len(drawn["queries"]) == 2  # the zero vectors are one dot, not arrows
-    texts = [t.get_text() for t in drawn["labels"]]
-    assert "key of dog" in texts and "query of chased" in texts and "queries of dog, ball" in texts
-    assert any(t.startswith("keys of the, a, ball") for t in texts)
-    assert len(tips) == 2
-
-
-def test_key_plane_names_a_shape_mismatch():
-    from qkv_viz.chapters.ch02_projections.figures import plot_key_plane
-    with pytest.raises(ValueError, match="Q and K must both be"):
-        plot_key_plane(np.ones((3, 2)), np.ones((3, 3)), ["a", "b", "c"])

@@ -179,13 +179,16 @@ def library_and_weights(library, query, temperature=1.0, axes=None):
     return artists
 
 
-def weights_vs_temperature(temperatures, weights, library, ax=None, marks=(1.0, np.sqrt(2))):
+def weights_vs_temperature(temperatures, weights, library, ax=None, marks=(1.0, np.sqrt(2)), longer=None):
     """What does the temperature do? The page's table of weights, one line per book, against the
     temperature on a log axis; dotted verticals at ``marks`` (default: tau = 1 and the
     Transformer's sqrt(d_k) = sqrt(2)).
 
     temperatures: (n,) positive, increasing; weights: (n, n_books), row i = the weights at
-    ``temperatures[i]``. Returns the list of Line2D, one per book, in the library's order (then the marks).
+    ``temperatures[i]``. ``longer``: optional ``(lengths, weights_longer)``, (m,) positive factors c
+    and (m, n_books) the weights of the query times c at tau = 1; each row is drawn as dots at
+    tau = 1/c, labelled "q × c" under the axis. Returns the list of Line2D, one per book, in the
+    library's order (then the marks, then one line of dots per book if ``longer`` is given).
     """
     taus = np.ravel(np.asarray(temperatures, dtype=float))                    # (n,)
     weights = np.asarray(weights, dtype=float)
@@ -205,6 +208,18 @@ def weights_vs_temperature(temperatures, weights, library, ax=None, marks=(1.0, 
     for t in marks:
         lines.append(ax.axvline(t, color="0.5", lw=1.0, ls=":"))
     ax.axhline(1 / library.n_books, color="0.75", lw=0.8, zorder=0)
+    if longer is not None:
+        lengths = np.ravel(np.asarray(longer[0], dtype=float))                # (m,)
+        w_long = np.asarray(longer[1], dtype=float)
+        if not np.all(lengths > 0) or w_long.shape != (lengths.size, library.n_books):
+            raise ValueError(f"longer must be (lengths (m,) > 0, weights (m, n_books) = (m, {library.n_books})), "
+                             f"got lengths {lengths} and weights of shape {w_long.shape}")
+        for j, color in enumerate(colors):
+            lines += ax.plot(1 / lengths, w_long[:, j], ls="none", marker="o", ms=8, mfc="white",
+                             mec=color, mew=2.0, zorder=3)
+        for c in lengths:
+            ax.text(1 / c, 1.03, f"q × {c:g}", ha="center", va="bottom", color="0.25", fontsize=style.FONT_PT,
+                    transform=ax.get_xaxis_transform())
     ax.set_xscale("log")
     ax.set(xlim=(lo, hi), ylim=(0, 1.02), xlabel="temperature τ (log scale)", ylabel="weight")
     ax.text(hi, 1 / library.n_books + 0.02, f"1/{library.n_books}", ha="right", va="bottom",
@@ -212,8 +227,10 @@ def weights_vs_temperature(temperatures, weights, library, ax=None, marks=(1.0, 
     for t, name, side in zip(marks, ("τ = 1 ", r" $\sqrt{d_k}$"), ("right", "left")):  # one label each side
         ax.text(t, 1.0, name, ha=side, va="top", color="0.35", fontsize=style.FONT_PT)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=style.FONT_PT)
-    ax.set_title(f"cold: one book takes everything; hot: every book tends to 1/{library.n_books}",
-                 fontsize=style.TITLE_PT)
+    title = f"cold: one book takes everything; hot: every book tends to 1/{library.n_books}"
+    if longer is not None:
+        title = "lines: the query at temperature τ;  circles: the query × c at τ = 1, drawn at τ = 1/c\n\n"
+    ax.set_title(title, fontsize=style.TITLE_PT)
     return lines
 
 

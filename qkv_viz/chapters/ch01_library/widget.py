@@ -84,8 +84,8 @@ class LibraryFigure(CheckedFigure):
         axes[0].set_title(f"keys and query (book: weight)\nhard lookup picks {best}: {self.library.titles[best]}",
                           fontsize=style.TITLE_PT)
         axes[1].set_title("")  # the centred one library_and_weights wrote: replaced by the right-aligned one
-        axes[1].set_title(f"weights at temperature τ = {self.temperature:.3g}\nsoft lookup takes home "
-                          + ", ".join(f"{x:.0%} {a}" for x, a in zip(output, names)), fontsize=style.TITLE_PT,
+        axes[1].set_title(f"weights at temperature τ = {self.temperature:.3g}\noutput (blended value) = "
+                          + ", ".join(f"{a}: {x:.2f}" for x, a in zip(output, names)), fontsize=style.TITLE_PT,
                           loc="right")  # wider than the bars: it extends left, over the titles' column
         return figure_png(fig)
 

@@ -143,3 +143,19 @@ def test_output_as_sum_stacks_each_books_weighted_value_into_the_output():
     assert [f"= {x:.3f}" for x in out] == [t for t in texts if t.startswith("=")]
     with pytest.raises(ValueError, match="contributions must have shape"):
         output_as_sum(contributions[:, :2], lib, ("AI facts", "recipes", "history"))
+
+
+def test_longer_query_dots_sit_on_the_temperature_curves():
+    """The page's overlay: the query times c at tau = 1, drawn at tau = 1/c, lands on the curves."""
+    lib = demo_library()
+    taus, table = _page_table(lib)
+    lengths = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
+    w_long = np.stack([soft_lookup(c * DEMO_QUERY, lib, 1.0)[1] for c in lengths])  # (5, n_books)
+    lines = weights_vs_temperature(taus, table, lib, longer=(lengths, w_long))
+    assert len(lines) == 2 * lib.n_books + 2
+    for j, dots in enumerate(lines[-lib.n_books:]):
+        x, w = dots.get_data()
+        np.testing.assert_allclose(x, 1 / lengths)
+        np.testing.assert_allclose(w, [soft_lookup(DEMO_QUERY, lib, 1 / c)[1][j] for c in lengths], atol=1e-12)
+    with pytest.raises(ValueError, match="longer must be"):
+        weights_vs_temperature(taus, table, lib, longer=(lengths, w_long[:, :3]))

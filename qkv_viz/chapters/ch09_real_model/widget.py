@@ -20,16 +20,16 @@ from qkv_viz.viz.plots import head_grid
 from qkv_viz.viz.traits import CheckedFigure, Whole, integer, refuse
 
 
-def head_grid_figure(trace, layer: int, ncols: int = 4):
+def head_grid_figure(trace, layer: int, ncols: int = 4, note: str = ""):
     """A closed matplotlib figure of every head of ``layer``: at most ``ncols`` panels
     a row, token labels, one shared 0..1 colour bar; titles give each head's
-    effective tokens (mean over queries)."""
+    effective tokens (mean over queries); ``note``, if given, is a second title line."""
     weights = trace.weights[layer]  # (L, H, T, T) -> (H, T, T)
     eff = head_sharpness(trace)["effective_tokens"][layer]  # (H,)
     titles = [f"head {h}: {eff[h]:.1f} effective tokens" for h in range(weights.shape[0])]
     images = head_grid(weights, tokens_q=trace.tokens, tokens_k=trace.tokens, ncols=ncols,
                        titles=titles, suptitle=f"layer {layer}: attention weights of every head "
-                                               "(rows: queries, columns: keys)")
+                                               "(rows: queries, columns: keys)" + (f"\n{note}" if note else ""))
     fig = images[0].figure
     plt.close(fig)
     return fig
@@ -97,7 +97,8 @@ class RealHeadsFigure(CheckedFigure):
             self.weights = f32_bytes(trace.weights)  # the browser redraws on "change:weights"
 
     def static_png(self) -> bytes:
-        return figure_png(head_grid_figure(self.trace, self.layer))
+        return figure_png(head_grid_figure(self.trace, self.layer,
+                                           note="live: type a sentence, move the layer slider"))
 
 
 def real_attention_widget(model, sentence: str = "The cat sat on the mat because it was tired.",

@@ -43,7 +43,7 @@ def bank_moves(moves, ax=None):
             if np.hypot(*piece) >= PIECE_MIN:
                 mid = tip + piece / 2
                 vertical = abs(piece[1]) > abs(piece[0])
-                ax.annotate(f"{w:.2f} × {t}", mid, xytext=(8, 0) if vertical else (0, -9),
+                ax.annotate(f"{w:.2f} × {t}", mid, xytext=(8, 0) if vertical else (0, -18),
                             textcoords="offset points", ha="left" if vertical else "center",
                             va="center" if vertical else "top", color=color, fontsize=style.FONT_PT)
             tip = tip + piece

@@ -71,3 +71,18 @@ def test_data_flow_wants_all_the_shapes_or_none():
     from qkv_viz.chapters.ch00_start.figures import data_flow
     with pytest.raises(ValueError, match="d_model"):
         data_flow(T=4, d_model=3)
+
+
+def test_piece_labels_touch_no_other_arrow():
+    """A label such as "0.22 × flooded" sits clear of every arrow but the one it names (its own)."""
+    fig, ax = plt.subplots()
+    drawn = bank_moves(_moves(), ax=ax)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    arrows = [a for arrows, _ in drawn for a in arrows]
+    labels = [t for t in ax.texts if " × " in t.get_text()]
+    assert labels, "the pieces of length >= PIECE_MIN carry labels"
+    for label in labels:
+        box = label.get_window_extent(renderer)
+        hits = [a for a in arrows if a.arrow_patch.get_window_extent(renderer).overlaps(box)]
+        assert len(hits) == 0, f"{label.get_text()!r} overlaps {len(hits)} arrow(s)"

@@ -92,3 +92,21 @@ def plot_rows_times_columns(Q, K, i: int = 0, j: int = 1, ax=None, row_names=Non
     ax.set(xlim=(-1.0, x0 + S + 2.6), ylim=(T + 1.0, -d_k - 1.4), aspect="equal")
     ax.axis("off")
     return {"cells": texts, "sum": total}
+
+
+def plot_weights_times_values(weights, V, names, i: int = 0, j: int = 1, ax=None):
+    """``weights @ V`` drawn as rows times columns: the weights (T, S) on the left, V^T (d_v, S)'s
+    columns on top (one entry of every value), each token's output (T, d_v) where they meet; row
+    ``i`` (token i's shares) and column ``j`` of V are coloured and their cell framed, with its sum
+    written out. ``names``: the T tokens' names. Returns what ``plot_rows_times_columns`` returns."""
+    import matplotlib.pyplot as plt
+
+    from qkv_viz.viz import style
+    V = as_array("V", V, ndim=2)
+    if ax is None:
+        ax = plt.subplots(figsize=style.figsize(0.75, 0.62))[1]
+    return plot_rows_times_columns(
+        weights, V.T, i=i, j=j, ax=ax, decimals=2, row_names=list(names),
+        col_names=[f"col {c}" for c in range(V.shape[1])], colors=("#666666", style.VALUE_COLOR),
+        labels=("weights", "$V$: column =\none entry of\nevery value", "weights @ V:\nrow = a token's\noutput"),
+        sum_name=f"{names[i]}'s output, entry {j}")

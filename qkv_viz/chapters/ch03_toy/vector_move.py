@@ -161,9 +161,11 @@ class VectorMoveFigure(CheckedFigure):
                          color=Q_TEXT, fontweight="bold")
         left.set(xlim=(-Q_LIM, Q_LIM), ylim=(-Q_LIM, Q_LIM), title="the query among the keys")
         right.add_patch(Polygon(V, closed=True, facecolor="#000000", alpha=0.08, edgecolor="#999", lw=0.8))
-        if len(V) == 3:  # name the triangle at its centre: every output lands inside it
-            right.text(*V.mean(axis=0), "the values'\ntriangle", ha="center", va="center", color="#555",
-                       fontsize=style.MIN_FONT_PT + 1)
+        if len(V) == 3:  # name the triangle, as vector_move.js does: just inside the middle of its last edge
+            edge_mid, inward = (V[0] + V[-1]) / 2, V[:, 0].mean() < (V[0, 0] + V[-1, 0]) / 2  # (2,), bool
+            right.annotate("the values'\ntriangle", edge_mid, xytext=(-6 if inward else 6, 0),
+                           textcoords="offset points", ha="right" if inward else "left", va="center",
+                           color="#555", fontsize=style.MIN_FONT_PT + 1)
         at = np.zeros(2)
         for j, v in enumerate(V):
             right.arrow(0, 0, *v, color=SHARE_COLOURS[j % 3], width=0.004, ls="--", **small)
@@ -174,8 +176,9 @@ class VectorMoveFigure(CheckedFigure):
                         path_effects=[patheffects.withStroke(linewidth=3, foreground="white")], **small)
             at = at + step
             if j < len(V) - 1:  # where this piece ends and the next begins (vector_move.js's joints)
-                right.plot(*at, "o", ms=6, mfc="white", mec=SHARE_COLOURS[j % 3], mew=2, zorder=4)
-        right.plot(*output, "o", color=OUTPUT_COLOUR, ms=7, zorder=3)
+                right.plot(*at, "o", ms=4.5, mfc="white", mec=SHARE_COLOURS[j % 3], mew=1.5, zorder=4)
+        # the output: a ring where the last piece ends, so even a short last piece shows through it
+        right.plot(*output, "o", ms=10, mfc="none", mec=OUTPUT_COLOUR, mew=2, zorder=5)
         right.annotate("output", output, xytext=(10, -10), textcoords="offset points", ha="left", va="top",
                        color=OUTPUT_COLOUR, fontweight="bold", arrowprops=dict(arrowstyle="-", color=OUTPUT_COLOUR,
                                                                                lw=0.8))

@@ -184,11 +184,12 @@ function render({model, el}) {
       at = next;
     }
     for (const [p, colour] of joints) {   // where one piece ends and the next begins: even a short piece shows
-      ctx.beginPath(); ctx.arc(vp.X(p[0]), vp.Y(p[1]), 3.5, 0, 2 * Math.PI);
+      ctx.beginPath(); ctx.arc(vp.X(p[0]), vp.Y(p[1]), 2.5, 0, 2 * Math.PI);
       ctx.fillStyle = "#ffffff"; ctx.fill(); ctx.strokeStyle = colour; ctx.lineWidth = 2; ctx.stroke(); ctx.lineWidth = 1;
     }
-    ctx.fillStyle = OUTPUT_COLOUR;   // the output: where the last piece ends
-    ctx.beginPath(); ctx.arc(vp.X(r.output[0]), vp.Y(r.output[1]), 5, 0, 2 * Math.PI); ctx.fill();
+    ctx.strokeStyle = OUTPUT_COLOUR;   // the output: a ring where the last piece ends (a short last piece shows through)
+    ctx.lineWidth = 2; ctx.beginPath(); ctx.arc(vp.X(r.output[0]), vp.Y(r.output[1]), 6, 0, 2 * Math.PI); ctx.stroke();
+    ctx.lineWidth = 1;
     // "output" beside the dot, on the side towards the plane's centre, with a white halo over the pieces
     const ox = vp.X(r.output[0]), oy = vp.Y(r.output[1]), mid = vp.box.x + vp.box.w / 2;
     const toRight = ox < mid, lx = ox + (toRight ? 9 : -9), ly = oy + (oy < vp.box.y + 40 ? 14 : -10);

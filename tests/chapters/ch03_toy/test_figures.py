@@ -54,3 +54,16 @@ def test_rows_times_columns_draws_weights_at_V_with_its_own_names():
     with pytest.raises(ValueError, match="row_names needs 3"):
         plot_rows_times_columns(weights, TOY_V.T, row_names=["a"])
     plt.close("all")
+
+
+def test_weights_times_values_names_the_framed_output_entry():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from qkv_viz.chapters.ch03_toy.figures import plot_weights_times_values
+    out, weights = qv.scaled_dot_product_attention(TOY_Q, TOY_K, TOY_V)
+    arts = plot_weights_times_values(weights, TOY_V, ["token 0", "token 1", "token 2"], i=2, j=0)
+    assert [[t.get_text() for t in row] for row in arts["cells"]] == [[f"{v:.2f}" for v in row] for row in out]
+    assert arts["sum"].get_text().startswith("token 2's output, entry 0 = ")
+    assert arts["sum"].get_text().endswith(f"= {out[2, 0]:.2f}")
+    plt.close("all")

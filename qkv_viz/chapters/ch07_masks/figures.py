@@ -41,7 +41,7 @@ _BLOCKS = {
     "enc_self": (0.0, 1.3, "self-attention\n(padding mask)", "KEY_COLOR"),
     "enc_out": (0.0, 2.6, "encoder output X", None),
     "dec_in": (4.0, 0.0, "<bos> + French words so far", None),
-    "dec_self": (4.0, 1.3, "causal self-attention\n(French reads earlier French)", "QUERY_COLOR"),
+    "dec_self": (4.0, 1.3, "causal self-attention: French reads\nearlier French (+ padding mask)", "QUERY_COLOR"),
     "dec_cross": (4.0, 2.6, "cross-attention: Q from French,\nK, V from X (padding mask)", "VALUE_COLOR"),
     "dec_out": (4.0, 3.9, "next French word", None),
 }

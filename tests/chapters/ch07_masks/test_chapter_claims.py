@@ -156,13 +156,17 @@ def test_sdpa_gives_zeros_and_a_clean_gradient_for_an_empty_row():
 
 
 def test_a_head_that_reads_the_next_word_holds_its_target_unless_masked():
-    """The causal section: query t matches key t+1; with one-hot values the output holds word t+1."""
+    """The causal section: W_q sends input t to input t+1's axis, W_k each input to its own
+    (the page's one-hot inputs, strength 8, scaled by sqrt(d_k = 4)); with one-hot values the
+    output holds word t+1 unless masked."""
     from qkv_viz import causal_mask, masked_softmax, softmax
-    peek, V = 8.0 * np.eye(4, k=1), np.eye(4)
+    Y = np.eye(4)                                          # (T, T): one-hot decoder inputs
+    W_q, W_k = 8.0 * np.eye(4, k=1), np.eye(4)             # input t -> axis t + 1; input -> its own axis
+    peek, V = (Y @ W_q) @ (Y @ W_k).T / np.sqrt(4), np.eye(4)
     leaked = softmax(peek) @ V
     masked = masked_softmax(peek, causal_mask(4)) @ V
     t = np.arange(3)
-    assert leaked[t, t + 1].min() > 0.99                  # the answer is in the output
+    assert leaked[t, t + 1].min() > 0.9                   # the answer is in the output (0.95)
     assert np.all(masked[t, t + 1] == 0)                  # exactly none of it with the mask
     assert np.all(masked[np.triu_indices(4, 1)] == 0)     # nor of any later word
 

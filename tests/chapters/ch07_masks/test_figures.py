@@ -40,7 +40,7 @@ def test_encoder_decoder_sketch_marks_both_attentions():
     patches = plot_encoder_decoder(ax=ax)
     texts = " ".join(t.get_text() for t in ax.texts)
     assert "causal self-attention" in texts and "cross-attention" in texts
-    assert texts.count("padding mask") == 2                 # encoder self-attention and cross-attention
+    assert texts.count("padding mask") == 3                 # all three: a padded batch pads every side
     cross, enc = patches["dec_cross"].get_bbox(), patches["enc_out"].get_bbox()
     assert cross.y0 == enc.y0 and cross.x0 > enc.x1        # the encoder output feeds cross-attention sideways
     plt.close(fig)

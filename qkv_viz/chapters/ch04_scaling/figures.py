@@ -105,7 +105,8 @@ def score_histograms(dots_by_dk: dict, bins: int = 40):
     bins over +-4 of its std, each panel on its own x-range (+-4 std of its wider set),
     its std in the legend. The y-axis counts pairs per bin: each set has its own bins,
     so both bells are equally tall and the unscaled one, at d_k = 512, visibly 23 times wider
-    (a density would squash it flat beside the scaled spike).
+    (a density would squash it flat beside the scaled spike). Where the scaled bell is a sliver,
+    an inset shows it on its own x-range.
     """
     if not dots_by_dk:
         raise ValueError("dots_by_dk must map at least one d_k to its dot products")
@@ -119,6 +120,15 @@ def score_histograms(dots_by_dk: dict, bins: int = 40):
                     color=COLORS[scaled], label=f"{'scaled' if scaled else 'unscaled'}: std {values.std():.2f}")
         ax.set_title(f"$d_k$ = {d_k}")
         ax.set_xlim(-reach, reach)
+        scaled = dots / np.sqrt(d_k)
+        if reach > 16 * scaled.std():                               # the scaled bell is a sliver: zoom on it
+            inset = ax.inset_axes([0.02, 0.5, 0.26, 0.45])
+            inset.hist(scaled, bins=np.linspace(-4, 4, bins + 1) * scaled.std(), color=COLORS[True], alpha=0.75)
+            inset.set_xlim(-4 * scaled.std(), 4 * scaled.std())
+            inset.set_yticks([])
+            inset.set_xticks([-3, 0, 3])
+            inset.tick_params(labelsize=9)
+            inset.set_title("scaled, zoomed", fontsize=9)
         ax.set_xlabel("score")
         ax.legend(loc="upper right")
     axes[0, 0].set_ylabel(f"pairs per bin ({bins} bins each)")

@@ -69,6 +69,9 @@ def test_score_histograms_show_both_versions_with_their_std():
     dots = {4: rng.normal(scale=2, size=2000), 512: rng.normal(scale=22.6, size=2000)}
     fig = score_histograms(dots)
     assert len(fig.axes) == 2
+    assert not fig.axes[0].child_axes                                    # d_k = 4: both bells readable
+    (zoom,) = fig.axes[1].child_axes                                     # d_k = 512: the scaled sliver zoomed
+    assert zoom.get_xlim()[1] == pytest.approx(4 * (dots[512] / np.sqrt(512)).std())
     labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
     assert labels[0] == f"unscaled: std {dots[512].std():.2f}"
     assert labels[1] == f"scaled: std {(dots[512] / np.sqrt(512)).std():.2f}"

@@ -85,6 +85,23 @@ def test_the_site_has_an_index_and_one_page_per_chapter(site):
         assert ".ipynb'" not in text and '.ipynb"' not in text, f"{page.name} links a notebook"
 
 
+def test_a_collapsed_answer_stays_folded_on_the_page(site):
+    """A cell saved with its output collapsed (a "predict first" answer) is folded in a <details>
+    on its page, its answer inside it, and no other output is."""
+    import json
+    out, _ = site
+    for nb in sorted((REPO / "notebooks").glob("*.ipynb")):
+        cells = json.loads(nb.read_text())["cells"]
+        hidden = [c for c in cells if c.get("metadata", {}).get("jupyter", {}).get("outputs_hidden")]
+        page = (out / f"{nb.stem}.html").read_text()
+        folds = page.split('<details class="qkv-answer">')[1:]
+        assert len(folds) == len(hidden), f"{nb.name}: {len(hidden)} collapsed outputs, {len(folds)} folds"
+        for cell, fold in zip(hidden, folds):
+            inside = fold.split("</details>")[0]
+            first = "".join(cell["outputs"][0].get("text", "")).splitlines()[0].strip()
+            assert html.escape(first, quote=False) in inside, (nb.name, first)
+
+
 def test_every_character_the_site_prints_has_a_shipped_font(site):
     from fontTools.ttLib import TTFont
 

@@ -1,0 +1,35 @@
+"""The browser harness ignores exactly the front ends' own known console errors, nothing else
+(no browser needed: Book._console_error is fed messages as Playwright would)."""
+from types import SimpleNamespace
+
+from browser_harness import Book
+
+NB_CORE = "http://127.0.0.1:1/static/notebook/notebook_core.c9a6.js"
+DEBUGGER = ("Could not restore the debugger state: Canceled future for debug_request message "
+            "before replies were done")
+
+
+def _book(frontend):
+    book = Book.__new__(Book)
+    book.frontend, book.known_errors, book.console_errors = frontend, [], []
+    return book
+
+
+def _say(book, text, url):
+    book._console_error(SimpleNamespace(text=text, location={"url": url}))
+
+
+def test_notebook7_debugger_bookkeeping_is_known_only_from_notebooks_core():
+    book = _book("notebook7")
+    _say(book, DEBUGGER, NB_CORE)
+    assert book.known_errors and not book.console_errors
+    _say(book, DEBUGGER, "http://127.0.0.1:1/files/qkv_viz/viz/js/attention.js")
+    assert len(book.console_errors) == 1, "the same words from the book's own code are a problem"
+
+
+def test_other_errors_and_other_front_ends_are_problems():
+    book = _book("notebook7")
+    _say(book, "TypeError: cannot read 'qkv'", NB_CORE)
+    lab = _book("lab")
+    _say(lab, DEBUGGER, NB_CORE)
+    assert len(book.console_errors) == 1 and len(lab.console_errors) == 1

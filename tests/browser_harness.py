@@ -542,13 +542,10 @@ class Book:
 
     def _console_error(self, message) -> None:
         text, url = message.text, message.location.get("url", "")
-        if self.frontend == "notebook7" and text.startswith(KNOWN_NB7_CONSOLE) \
-                and "@jupyter-widgets/jupyterlab-manager" in url:
-            self.known_errors.append(text[:300])  # see KNOWN_NB7_CONSOLE
-            return
-        if self.frontend == "notebook7" and text.startswith(KNOWN_NB7_DEBUGGER) \
-                and "static/notebook/notebook_core" in url:
-            self.known_errors.append(text[:300])  # see KNOWN_NB7_DEBUGGER
+        known = ((KNOWN_NB7_CONSOLE, "@jupyter-widgets/jupyterlab-manager"),   # see KNOWN_NB7_CONSOLE
+                 (KNOWN_NB7_DEBUGGER, "static/notebook/notebook_core"))        # see KNOWN_NB7_DEBUGGER
+        if self.frontend == "notebook7" and any(text.startswith(t) and src in url for t, src in known):
+            self.known_errors.append(text[:300])
             return
         self.console_errors.append(f"{text[:300]} ({url[:200]})")
 

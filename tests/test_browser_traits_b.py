@@ -120,14 +120,13 @@ def test_mask_explorer_follows_causal_padding_clicks_and_labels(book):
     core.causal, core.clicked = False, [i == 5 for i in range(16)]
     state = _until(book, fig, lambda s: not s["settings"]["causal"] and s["why"][5] == 4, "no causal mask, a click")
     matches_core(state)
-    row = ", ".join(f"{TOKENS[j]} {core.weights[2, j]:.2f}" for j in range(4) if core.mask[2, j])
-    assert f"{TOKENS[2]}: {row};" in label() and label().endswith("0 by the causal mask, 8 padding, 1 clicked"), label()
+    row = lambda i: ", ".join(f"{TOKENS[j]} {core.weights[i, j]:.2f}" for j in range(4) if core.mask[i, j])  # noqa: E731
+    assert f"{TOKENS[2]}: {row(2)};" in label() and label().endswith("0 by the causal mask, 8 padding, 1 clicked"), label()
     pictures.add(book.pixels(".qkv-mask-map"))
 
-    row1 = ", ".join(f"{TOKENS[j]} {core.weights[1, j]:.2f}" for j in range(4) if core.mask[1, j])  # row 1, renamed "cat"
-    _set(book, "masks.tokens_q = ['the', 'cat', 'black', 'sat']")
+    _set(book, "masks.tokens_q = ['the', 'cat', 'black', 'sat']")                 # row 1 is now "cat"
     book.page.wait_for_function("([c, want]) => c.getAttribute('aria-label').includes(want)",
-                                arg=[fig.locator(".qkv-mask-map").element_handle(), f"; cat: {row1};"])
+                                arg=[fig.locator(".qkv-mask-map").element_handle(), f"; cat: {row(1)};"])
     pictures.add(book.pixels(".qkv-mask-map"))
     assert len(pictures) == 4, "setting traits from Python must redraw the mask map"
 

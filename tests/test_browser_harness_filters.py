@@ -33,3 +33,16 @@ def test_other_errors_and_other_front_ends_are_problems():
     lab = _book("lab")
     _say(lab, DEBUGGER, NB_CORE)
     assert len(book.console_errors) == 1 and len(lab.console_errors) == 1
+
+
+def test_a_reopened_restore_race_forgives_only_its_own_line_and_only_since_the_open():
+    lab = _book("lab")
+    manager = "http://127.0.0.1:1/lab/extensions/@jupyter-widgets/jupyterlab-manager/static/1.js"
+    _say(lab, "Error: widget model not found", manager)           # before this open: kept
+    since = len(lab.console_errors)
+    _say(lab, "Error: widget model not found\n    at x.get_model", manager)
+    _say(lab, "Error: widget model not found", "http://127.0.0.1:1/files/qkv_viz/viz/js/a.js")
+    _say(lab, "TypeError: qkv", manager)
+    lab._forgive_restore_race(since)
+    assert len(lab.known_errors) == 1 and "get_model" in lab.known_errors[0]
+    assert len(lab.console_errors) == 3, lab.console_errors

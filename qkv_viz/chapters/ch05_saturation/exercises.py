@@ -111,11 +111,17 @@ def batch_grad_norm_reference(x_q, k, d_scores, c):
     return float(np.linalg.norm(x_q.T @ d_q) / x_q.shape[0])   # (d_model, T) @ (T, d_k) -> (d_model, d_k)
 
 
+def _scalar(x) -> float:
+    """A float from a number, an array or a torch tensor (detached first, so autograd does not warn)."""
+    x = x.detach() if hasattr(x, "detach") else x
+    return float(np.asarray(x).reshape(-1)[0])
+
+
 def _diagnose_batch_grad(got, want, case):
     x_q, k, d_scores, c = case
     if np.size(got) != 1:
         return f"return one number (the norm of the (d_model, d_k) gradient), not an array of shape {np.shape(got)}."
-    got = float(np.asarray(got).reshape(-1)[0])
+    got = _scalar(got)
     if np.isclose(got, want, rtol=1e-6, atol=1e-9):
         return None
     T = x_q.shape[0]
@@ -153,6 +159,6 @@ def check_batch_grad_norm(fn, seed=None) -> Feedback:
                         diagnose=_diagnose_batch_grad, atol=1e-9)
     if not fb.correct:
         return fb
-    norms = {name: float(fn(*start_of_training(c), c)) for name, c in (("scaled", 1 / 16), ("unscaled", 1.0))}
+    norms = {name: _scalar(fn(*start_of_training(c), c)) for name, c in (("scaled", 1 / 16), ("unscaled", 1.0))}
     return Feedback(True, fb.message + " On one sequence of 16 tokens at the start of training (d_k = 256), "
                     + ", ".join(f"{name} |dL/dW_q| = {v:.3g}" for name, v in norms.items()) + ".")

@@ -69,8 +69,8 @@ def _diagnose_lookup_many(got, want, case):
     want_out, want_w = want
     if w.shape != want_w.shape:
         if w.shape == want_w.shape[:-2] + want_w.shape[-1:] + want_w.shape[-2:-1]:
-            return ("your weights have shape (B, S, T): one row per key. Put the queries first: "
-                    "queries @ keys.swapaxes(-1, -2) is (B, T, d_k) @ (B, d_k, S) -> (B, T, S).")
+            return (f"your weights have shape {w.shape}, that is shape (B, S, T): one row per key. Expected "
+                    f"{want_w.shape}, (B, T, S): one row per query, its dot products with its batch entry's keys.")
         return None
     if not np.all(np.isfinite(w)) or not np.all(np.isfinite(out)):
         return ("your result contains NaN or inf. One score here is 3000, and exp of anything above "
@@ -152,8 +152,8 @@ def _diagnose_available(got, want, case):
         return None
     if not np.all(np.isfinite(w)) or not np.all(np.isfinite(out)):
         return ("your result contains NaN or inf. Here a checked-out book scores 3000: masking the weights "
-                "after the softmax leaves 0 / 0. Set the scores of checked-out books to -np.inf *before* "
-                "the softmax (np.where(available, scores, -np.inf)).")
+                "after the softmax leaves 0 / 0. A checked-out book must drop out *before* "
+                "the softmax, with a score whose exp is exactly 0.")
     if np.any(np.abs(w[~available]) > 1e-12):
         return ("a checked-out book got weight: every book with available == False must get exactly 0. "
                 "Give its score -np.inf before the softmax (exp(-inf) = 0).")

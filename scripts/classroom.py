@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "classroom" / "jupyterhub_config.py"
 PROXY = ROOT / ".classroom" / "node_modules" / ".bin" / "configurable-http-proxy"
 BOOK = "qkv-viz"  # the folder nbgitpuller clones the book into, in each home
+HUB_START_S = 180  # seconds the hub may take to answer after it is started
 
 
 def free_port() -> int:
@@ -88,7 +89,8 @@ class Hub:
         self.proc = subprocess.Popen([str(Path(sys.executable).parent / "jupyterhub"), "-f", str(CONFIG)],
                                      cwd=self.workdir, env=self.env(), stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
+        # Generous: on a loaded 2-core machine the hub's first start (cold imports) took ~60 s.
+        deadline = time.monotonic() + HUB_START_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the hub exited at start-up; see {self.workdir / 'hub.log'}")
@@ -97,7 +99,7 @@ class Hub:
                 return self
             except (OSError, HTTPClientError):
                 await asyncio.sleep(0.3)
-        raise TimeoutError("the hub did not answer within 60 s")
+        raise TimeoutError(f"the hub did not answer within {HUB_START_S} s; see {self.workdir / 'hub.log'}")
 
     async def __aexit__(self, *exc):
         self.clean_exit = self.stop()

@@ -30,8 +30,7 @@ STILLS_JS = """() => [...window.__qkv.widget.node.querySelectorAll('.jp-OutputAr
 
 
 def _sliders(book, name):
-    book.open(name)
-    book.wait_settled()
+    book.open_saved(name)  # opens, settles, and reopens once after the widget restore race
     book.page.wait_for_function("() => !!window.__qkv.widget.node.querySelector('.jp-OutputArea-output')")
     book.page.wait_for_timeout(1500)
     found = book.page.evaluate(SLIDERS_JS), book.page.evaluate(STILLS_JS)

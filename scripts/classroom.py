@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "classroom" / "jupyterhub_config.py"
 PROXY = ROOT / ".classroom" / "node_modules" / ".bin" / "configurable-http-proxy"
 BOOK = "qkv-viz"  # the folder nbgitpuller clones the book into, in each home
-HUB_START_S = 180  # seconds the hub may take to answer after it is started
+HUB_START_S = 180  # seconds the hub may take to answer (a loaded 2-core cold start took ~60 s)
 
 
 def free_port() -> int:
@@ -89,7 +89,6 @@ class Hub:
         self.proc = subprocess.Popen([str(Path(sys.executable).parent / "jupyterhub"), "-f", str(CONFIG)],
                                      cwd=self.workdir, env=self.env(), stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
-        # Generous: on a loaded 2-core machine the hub's first start (cold imports) took ~60 s.
         deadline = time.monotonic() + HUB_START_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

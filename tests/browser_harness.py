@@ -73,6 +73,7 @@ KNOWN_NB7_ERRORS = ("Cannot read properties of undefined (reading 'schema')",)
 # output still rendering meets the new kernel's empty model registry (seen in loaded runs only).
 # A figure that really fails still shows "Error displaying widget", which problems() reports.
 KNOWN_NB7_CONSOLE = ("Error: widget model not found",)
+WIDGET_MANAGER = "@jupyter-widgets/jupyterlab-manager"  # the source of that line
 # Notebook 7's debugger (in its own bundle, notebook_core) asks each new kernel for its debug
 # state; when a test closes the notebook and its kernel before the reply, it logs this. It is
 # the front end's own bookkeeping, not the book's (seen once in a loaded CI run, 2026-12-02).
@@ -542,7 +543,7 @@ class Book:
 
     def _console_error(self, message) -> None:
         text, url = message.text, message.location.get("url", "")
-        known = ((KNOWN_NB7_CONSOLE, "@jupyter-widgets/jupyterlab-manager"),   # see KNOWN_NB7_CONSOLE
+        known = ((KNOWN_NB7_CONSOLE, WIDGET_MANAGER),   # see KNOWN_NB7_CONSOLE
                  (KNOWN_NB7_DEBUGGER, "static/notebook/notebook_core"))        # see KNOWN_NB7_DEBUGGER
         if self.frontend == "notebook7" and any(text.startswith(t) and src in url for t, src in known):
             self.known_errors.append(text[:300])
@@ -651,7 +652,7 @@ class Book:
         """The race's own console line ("widget model not found" from the widget manager),
         logged since console_errors[since], moves to known_errors; anything else stays."""
         race = [e for e in self.console_errors[since:]
-                if e.startswith(KNOWN_NB7_CONSOLE) and "@jupyter-widgets/jupyterlab-manager" in e]
+                if e.startswith(KNOWN_NB7_CONSOLE) and WIDGET_MANAGER in e]
         self.console_errors[since:] = [e for e in self.console_errors[since:] if e not in race]
         self.known_errors += race
 

@@ -13,6 +13,8 @@ What happens to each notebook (on a copy, the committed file is never changed):
 - a widget output without such a fragment keeps its static ``image/png`` (or a
   sentence saying the figure needs the notebook);
 - a navigation bar (index, previous, next) is added at the top and bottom;
+- a link to a file of the project (``../qkv_viz/.../solutions.py``, ``../README.md``) points at the
+  copy of that file the site ships under ``source/``;
 - every matplotlib picture gets alt text (figure_alt): its figure number, chapter and section,
   and what the code says it draws (the cell's ``alt`` metadata if it has one, else the titles
   and axis labels in the code and the first sentence of the book's plotting function it calls).
@@ -52,6 +54,10 @@ BLURB = ("An interactive visual textbook on how Transformer self-attention works
 CJK_FONT = SRC / "fonts" / "qkv-cjk-subset.woff"
 CJK_SOURCE = Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc")
 NOTEBOOK_LINK = re.compile(r"(?<![/\w])(\d\d_\w+)\.ipynb")
+# A Markdown link from a chapter to a file of the project outside notebooks/ (a solutions.py, the
+# README): the site ships a copy of that file under source/, and the link points at the copy.
+REPO_LINK = re.compile(r"\]\(\.\./([\w./-]+)\)")
+SOURCE_DIR = "source"
 NEEDS_NOTEBOOK = ("<p class='qkv-needs-notebook'><em>This interactive figure needs the notebook "
                   "(run the chapter in JupyterLab to use it).</em></p>")
 
@@ -266,9 +272,16 @@ def plain_heading(line: str) -> str:
     return plain_text(line.lstrip("#").strip())
 
 
+def repo_links(nb) -> list[str]:
+    """The project files (paths from the repository's root) the notebook's Markdown links to."""
+    return sorted({m.group(1) for cell in nb.cells if cell.cell_type == "markdown"
+                   for m in REPO_LINK.finditer(cell.source)})
+
+
 def static_copy(nb):
     """The notebook as the site shows it: no widget state; widget views replaced by their
-    fallbacks; every picture given alt text (figure_alt)."""
+    fallbacks; links to project files pointed at the site's copies (repo_links); every
+    picture given alt text (figure_alt)."""
     nb = copy.deepcopy(nb)
     nb.metadata.pop("widgets", None)
     chapter = chapter_title(nb)
@@ -277,6 +290,7 @@ def static_copy(nb):
     for cell in nb.cells:
         if cell.cell_type == "markdown":  # links between chapters point at pages, not notebooks
             cell.source = NOTEBOOK_LINK.sub(r"\1.html", cell.source)
+            cell.source = REPO_LINK.sub(rf"]({SOURCE_DIR}/\1)", cell.source)
             headings = [line for line in cell.source.splitlines() if re.match(r"#{2,6} ", line)]
             section = plain_heading(headings[-1]) if headings else section
         for out in cell.get("outputs", []):
@@ -414,6 +428,11 @@ def build(out: Path, notebooks: list[Path]) -> dict:
     live = fallback = 0
     for i, (page, nb) in enumerate(zip(pages, books)):
         site_nb, kept, dropped = static_copy(nb)
+        for rel in repo_links(nb):
+            if not (ROOT / rel).is_file():
+                raise ValueError(f"{page['file'][:-5]}.ipynb links to ../{rel}, which is not a file of the project")
+            (out / SOURCE_DIR / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, out / SOURCE_DIR / rel)
         live, fallback = live + kept, fallback + dropped
         body, _ = exporter.from_notebook_node(
             site_nb, resources={"qkv_nav_top": nav_html(pages, i, "top"),

@@ -14,7 +14,7 @@ import html.parser
 import http.server
 import json
 import threading
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pytest
 
@@ -83,6 +83,35 @@ def test_the_site_has_an_index_and_one_page_per_chapter(site):
         text = page.read_text()
         assert "cdnjs" not in text and "unpkg" not in text and "jsdelivr" not in text, page.name
         assert ".ipynb'" not in text and '.ipynb"' not in text, f"{page.name} links a notebook"
+
+
+class _Links(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.targets = []
+
+    def handle_starttag(self, tag, attrs):
+        self.targets += [v for k, v in attrs if k in ("href", "src") and v]
+
+
+def test_every_link_of_every_page_leads_to_a_file_of_the_site(site):
+    """Chapters link to each other, to their solutions.py and to the README: on the site each
+    relative link must resolve to a file it ships (a link to ../qkv_viz/... would 404)."""
+    out, _ = site
+    checked, dead = 0, []
+    for page in sorted(out.glob("*.html")):
+        parser = _Links()
+        parser.feed(page.read_text(encoding="utf-8"))
+        for target in parser.targets:
+            if target.startswith(("#", "http:", "https:", "data:", "mailto:", "javascript:", "blob:")):
+                continue
+            checked += 1
+            path = unquote(target.split("#")[0].split("?")[0])
+            if path and not (out / path).resolve().is_file():
+                dead.append(f"{page.name}: {target}")
+    assert checked > 50, f"only {checked} relative links found: the parser missed the pages' links"
+    assert not dead, "links that lead nowhere on the site:\n" + "\n".join(dead)
+    assert (out / "source" / "README.md").is_file()
 
 
 def test_a_collapsed_answer_stays_folded_on_the_page(site):

@@ -1,4 +1,4 @@
-"""Chapter 6 exercises: batched multi-head attention (checked against torch), what each head writes through W_o, one matrix W_v W_o per head; sizes.
+"""Chapter 6 exercises: batched multi-head attention (checked against torch), what each head writes through W_o, one matrix W_v W_o per head; sizes; one head of the toy picks the cat.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never the
 answer. The code checkers run the reader's function on fresh random cases (a new
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from qkv_viz.chapters.feedback import Feedback, check_exact, check_function
+from qkv_viz.chapters.feedback import AnswerError, Feedback, as_array, check_exact, check_function, no_answer
 from qkv_viz.core.config import AttentionConfig
 from qkv_viz.core.multihead import split_heads
 from qkv_viz.core.sizes import param_count
@@ -203,3 +203,56 @@ def check_in_proj_params(answer) -> Feedback:
                        hint="in_proj_weight stacks W_q, W_k and W_v, each (d_model, d_model) in torch's "
                             "(out, in) layout; in_proj_bias holds one number per row of it. W_o is not "
                             "part of either.")
+
+
+# ---------------------------------------------------------------- exercise 6: one head picks the cat
+TOY_TOKENS = ("cat", "sat", "mat")
+TOY_FEATURES = ("animal", "place", "verb", "colour", "who", "where")
+TOY_X = np.array([[1., 0, 0, 1, 0, 0], [0., 0, 1, 0, 0, 0], [0., 1, 0, -1, 0, 0]])  # the page's cat, sat, mat
+TOY_W_K = np.zeros((6, 2)); TOY_W_K[0, 0] = TOY_W_K[1, 1] = 1   # key column 0: animal, column 1: place
+TOY_W_V = np.zeros((6, 2)); TOY_W_V[3] = 1                       # both value columns: the colour
+TOY_W_O = np.zeros((2, 6)); TOY_W_O[0, 4] = TOY_W_O[1, 5] = 1   # column 0 -> "who", column 1 -> "where"
+CAT_TARGET = 0.9
+
+
+def one_head_sat(W_q):
+    """The toy as ONE head of width 2 with the reader's W_q (6, 2): "sat"'s weights (3,) and output (6,)."""
+    q = TOY_X[1] @ W_q                                  # (6,) @ (6, 2) -> (2,): "sat"'s query
+    K, V = TOY_X @ TOY_W_K, TOY_X @ TOY_W_V             # (3, 2) each
+    scores = K @ q / np.sqrt(2)                         # (3,)
+    w = np.exp(scores - scores.max())
+    w /= w.sum()
+    return w, (w @ V) @ TOY_W_O                         # (3,), (2,) @ (2, 6) -> (6,)
+
+
+def check_one_head_for_the_cat(W_q) -> Feedback:
+    """Exercise 6: a (6, 2) W_q with which one head gives "sat" at least 0.9 weight on "cat"."""
+    if W_q is None:
+        return no_answer()
+    try:
+        W, _ = as_array(W_q)
+    except AnswerError as exc:
+        return Feedback(False, f"W_q_cat {exc}; give a (6, 2) array of numbers.")
+    if W.shape != (6, 2):
+        return Feedback(False, f"W_q_cat has shape {W.shape}; it must be (d_model, 2) = (6, 2): one row per "
+                               "feature, one column per query dimension.")
+    if not np.all(np.isfinite(W)):
+        return Feedback(False, "W_q_cat holds inf or nan; use finite numbers.")
+    w, out = one_head_sat(W)
+    cat, mat = w[0], w[2]
+    if cat >= CAT_TARGET:
+        return Feedback(True, f"'sat' puts {cat:.2f} of its weight on the cat and {mat:.2f} on the mat. It writes "
+                              f"who {out[4]:+.2f} and where {out[5]:+.2f}: the cat's red lands in both slots and the "
+                              "mat's blue is lost. One head, one row, one mixture.")
+    if not np.any(W[2]):
+        return Feedback(False, "'sat' has one feature, 'verb', so row 2 of W_q is its whole query; "
+                               "your row 2 is zero, so every key scores 0.")
+    if np.isclose(cat, mat):
+        return Feedback(False, f"'sat' weighs the cat and the mat the same ({cat:.2f} each): its query scores "
+                               "key column 0 (animal) and key column 1 (place) alike. Make column 0 of row 2 "
+                               "larger than column 1.")
+    if mat > cat:
+        return Feedback(False, f"'sat' prefers the mat ({mat:.2f} against {cat:.2f}): key column 1 means "
+                               "'place', column 0 'animal'.")
+    return Feedback(False, f"'sat' leans to the cat, but only {cat:.2f} (0.9 wanted): its other keys score 0, "
+                           "so the cat's score must be larger. Scale up your row 2.")

@@ -54,3 +54,11 @@ def head_columns():
 def in_proj_params():
     """Exercise 5. in_proj_weight (3*1024, 1024) plus in_proj_bias (3*1024,)."""
     return 3 * 1024 * 1024 + 3 * 1024
+
+
+def one_head_for_the_cat():
+    """Exercise 6. "sat"'s query is row 2 of W_q (its only feature, verb): ask for an animal only.
+    Scores: cat 5/sqrt(2) = 3.5, the others 0, so the cat gets e^3.5 / (e^3.5 + 2), about 0.94."""
+    W_q = np.zeros((6, 2))
+    W_q[2, 0] = 5
+    return W_q

@@ -145,3 +145,24 @@ def test_batched_reference_is_torch_and_batch_matters():
 def test_batched_mha_praise_names_torch():
     fb = ch06.check_batched_mha(sol.batched_mha, seed=0)
     assert fb.correct and "torch.nn.MultiheadAttention" in fb.message, fb.message
+
+
+def test_one_head_for_the_cat_solution_passes_and_loses_the_mat():
+    fb = ch06.check_one_head_for_the_cat(sol.one_head_for_the_cat())
+    assert fb.correct and "lost" in fb.message, fb.message
+    w, out = ch06.one_head_sat(sol.one_head_for_the_cat())
+    assert w[0] >= 0.9 and out[4] == pytest.approx(out[5]) and out[4] > 0.9   # red in both slots
+    assert ch06.check_one_head_for_the_cat(None).pending
+
+
+def test_one_head_for_the_cat_matches_the_pages_toy_and_names_each_mistake():
+    W_q = np.zeros((6, 2)); W_q[2] = 5                       # the page's W_q: one head splits its row
+    w, out = ch06.one_head_sat(W_q)
+    assert w[0] == pytest.approx(w[2]) and np.abs(out).max() < 1e-12
+    z = np.zeros((6, 2))
+    cases = {"row 2": z, "the same": W_q, "prefers the mat": z + np.eye(6, 2, -2)[:, ::-1] * 5,
+             "only 0.50": z + np.eye(6, 2, -2), "shape (2, 6)": np.zeros((2, 6)), "not numbers": "abc"}
+    for words, answer in cases.items():
+        fb = ch06.check_one_head_for_the_cat(answer)
+        assert not fb.correct and words in fb.message, (words, fb.message)
+    assert ch06.check_one_head_for_the_cat(torch.tensor(sol.one_head_for_the_cat())).correct

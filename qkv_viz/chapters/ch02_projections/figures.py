@@ -115,8 +115,9 @@ def plot_learning(history, row_hand, row_learned, features, tokens, target: str,
     """The training run of "Learned, not designed", in two panels of equal width.
 
     Left: the weights one query gives each token, step by step (``history`` (steps, T)); the
-    ``target`` token coloured, the other tokens one grey style under one legend entry (their lines
-    overlap). Right: the one row of M = W_q W_k^T that training moved, ``row_hand`` and
+    ``target`` token coloured, the other tokens one grey style under one legend entry (their weights
+    are nearly equal). ``history[k]`` is the weights after k updates, so the learned row is labelled
+    with ``len(history) - 1`` updates. Right: the one row of M = W_q W_k^T that training moved, ``row_hand`` and
     ``row_learned`` (d_model,) as two rows of one heatmap (columns: key features), whole numbers
     in the cells, one colour bar. ``axes``: two axes, or None for a new figure. Returns a dict:
     "target" (the Line2D), "others" (their Line2Ds), "rows" (the image)."""
@@ -137,13 +138,13 @@ def plot_learning(history, row_hand, row_learned, features, tokens, target: str,
     steps = np.arange(len(history))
     j = list(tokens).index(target)
     others = [axes[0].plot(steps, history[:, i], color="0.45", lw=1.6)[0] for i in range(len(tokens)) if i != j]
-    others[0].set_label(f"the other {len(others)} (they overlap)")
+    others[0].set_label(f"the other {len(others)} (nearly equal)")
     (line,) = axes[0].plot(steps, history[:, j], color=style.KEY_COLOR, lw=2.5, label=f'"{target}"')
     axes[0].legend(handles=[line, others[0]], loc="center right", fontsize=style.FONT_PT, frameon=False,
                    handlelength=1.5, borderaxespad=0.1)
     axes[0].set(xlabel="step", ylabel="weight", ylim=(-0.03, 1.03), title=f"what {query} reads")
     lim = float(np.ceil(np.abs(rows).max())) or 1.0  # whole: the bar ends on a tick
-    image = scores_heatmap(np.round(rows) + 0.0, ax=axes[1], tokens_q=["by hand", f"learned, step {len(history) - 1}"],
+    image = scores_heatmap(np.round(rows) + 0.0, ax=axes[1], tokens_q=["by hand", f"after {len(history) - 1} updates"],
                            tokens_k=features, limit=lim, fmt=".0f", colorbar_label="adds to the score",
                            title=f"row \"{row_name}\" of $W_qW_k^\\top$")
     axes[1].set(xlabel="key feature", ylabel="")

@@ -78,7 +78,7 @@ def test_plot_learning_draws_the_weights_and_the_two_rows_on_one_scale():
     np.testing.assert_allclose(im.get_array(), [[4, 0, 0, 0], [8, -2, -2, -3]])  # whole numbers in the cells
     assert im.colorbar is not None and im.colorbar.ax.get_ylabel() == "adds to the score"
     ax = im.axes
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["by hand", "learned, step 10"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["by hand", "after 10 updates"]
     assert [t.get_text() for t in ax.get_xticklabels()] == list(features)  # full names, not cut
     with pytest.raises(ValueError, match="d_model"):
         plot_learning(history, row_hand, np.ones(3), features, tokens, target="dog")
@@ -92,6 +92,6 @@ def test_plot_learning_names_the_target_and_the_others_once():
     history = np.random.default_rng(1).dirichlet(np.ones(5), size=11)
     arts = plot_learning(history, np.ones(4), np.ones(4), ("a", "b", "c", "d"), tokens, target="dog")
     legend = arts["target"].axes.get_legend()
-    assert [t.get_text() for t in legend.get_texts()] == ['"dog"', "the other 4 (they overlap)"]
+    assert [t.get_text() for t in legend.get_texts()] == ['"dog"', "the other 4 (nearly equal)"]
     assert {line.get_linestyle() for line in arts["others"]} == {"-"}    # one style: the legend names them once
     assert len(arts["target"].figure.axes) == 3                          # two panels and one colour bar

@@ -99,7 +99,7 @@ def test_the_pages_gradient_descent_learns_the_hand_written_rule(page):
     assert np.unravel_index(np.abs(M).argmax(), M.shape) == (action, features.index("animate"))
     assert np.all(M[action][[features.index(f) for f in ("thing", "action", "determiner")]] < 0)
     assert round(M[action, features.index("animate")]) == 8      # the page: "its peak is 8, not 4"
-    others = np.delete(np.array(ns["history"]), ns["dog"], axis=1)  # (steps, 4): the figure's "they overlap"
+    others = np.delete(np.array(ns["history"]), ns["dog"], axis=1)  # (steps, 4): the figure's "nearly equal"
     assert np.ptp(others, axis=1).max() < 0.03
     W_q_start = 0.1 * np.random.default_rng(0).standard_normal((2, 4, 2))[0]
     keep = [i for i, f in enumerate(features) if f != "action"]

@@ -102,3 +102,78 @@ def scores_weights_figure(scores, weights, tokens, marked, title=""):
         fig.suptitle(title)
     plt.close(fig)
     return fig
+
+
+def encoder_layer_diagram(config, T: int | str = "T", ax=None):
+    """One encoder layer as a block diagram with the shapes of ``config`` (``d_model``,
+    ``n_heads``, ``d_k``, ``d_ff``, ``n_layers``): the attention sub-layer on the top row,
+    the feed-forward sub-layer below, each with its residual and LayerNorm (BERT's order).
+    ``T`` is the number of tokens (a number or the letter). Returns the artists
+    (boxes, texts, arrows); with ``ax=None`` a figure is made and closed (``ax.figure``)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    d, H, d_k, d_ff = config.d_model, config.n_heads, config.d_k, config.d_ff
+    if ax is None:
+        fig, ax = plt.subplots(figsize=style.figsize(1.0, 0.34))
+        fig.subplots_adjust(0, 0, 1, 0.9)
+        plt.close(fig)
+    ax.set_xlim(0, 12.4)
+    ax.set_ylim(0, 4.2)
+    ax.set_axis_off()
+    artists = []
+    attn, ffn, data = "#E8F1FA", "#EAF6EF", "#F4F4F4"  # pale fills: the text stays black on them
+    pt = style.ANNOTATION_PT
+
+    def box(x, y, w, text, shape, fill, edge="0.35"):
+        artists.append(ax.add_patch(FancyBboxPatch((x - w / 2, y - 0.42), w, 0.84, boxstyle="round,pad=0.04",
+                                                   fc=fill, ec=edge, lw=1.2)))
+        artists.append(ax.text(x, y + 0.14, text, ha="center", va="center", fontsize=style.FONT_PT))
+        artists.append(ax.text(x, y - 0.2, shape, ha="center", va="center", fontsize=pt, color="0.25"))
+        return x - w / 2, x + w / 2
+
+    def arrow(a, b, rad=0.0, **kw):
+        artists.append(ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=11, lw=1.2,
+                                                    color="0.2", connectionstyle=f"arc3,rad={rad}",
+                                                    shrinkA=0, shrinkB=0, **kw)))
+
+    def plus(x, y):
+        artists.append(ax.add_patch(plt.Circle((x, y), 0.2, fc="white", ec="0.2", lw=1.2)))
+        artists.append(ax.text(x, y, "+", ha="center", va="center", fontsize=style.TITLE_PT))
+        return x - 0.2, x + 0.2
+
+    def line(*points):  # a bent connector; the last segment ends in an arrow head
+        xs, ys = zip(*points)
+        artists.extend(ax.plot(xs[:-1], ys[:-1], color="0.2", lw=1.2, solid_capstyle="butt"))
+        arrow(points[-2], points[-1])
+
+    top, low, P, LN = 3.0, 1.0, 8.6, 9.95  # rows; x of the two sums and the two LayerNorms
+    # the attention sub-layer: X -> Q, K, V -> heads -> concat, W_o -> + X -> LayerNorm -> Y
+    row = [box(0.6, top, 1.0, "X", f"{T} × {d}", data),
+           box(2.25, top, 1.9, "Q, K, V = X W + b", f"{H} × {T} × {d_k}", attn, style.KEY_COLOR),
+           box(4.55, top, 2.3, f"softmax(Q Kᵀ/√{d_k}) V", f"{H} heads: {H} × {T} × {d_k}", attn, style.KEY_COLOR),
+           box(7.0, top, 2.1, "concat · W_o + b_o", f"A: {T} × {d}", attn, style.KEY_COLOR)]
+    row.append(plus(P, top))
+    row.append(box(LN, top, 1.7, "LayerNorm", f"Y: {T} × {d}", data))
+    for (_, right), (left, _) in zip(row, row[1:]):
+        arrow((right, top), (left, top))
+    line((0.6, top + 0.46), (0.6, 3.85), (P, 3.85), (P, top + 0.2))  # the residual: X skips the attention
+    artists.append(ax.text(4.55, 3.92, "residual: + X", ha="center", va="bottom", fontsize=pt, color="0.25"))
+    # the feed-forward sub-layer: Y -> W_1, GELU -> W_2 -> + Y -> LayerNorm -> the next layer's X
+    low_row = [box(2.25, low, 1.9, "GELU(Y W_1 + b_1)", f"{T} × {d_ff}", ffn, style.VALUE_COLOR),
+               box(4.55, low, 1.7, "· W_2 + b_2", f"{T} × {d}", ffn, style.VALUE_COLOR)]
+    low_row.append(plus(P, low))
+    low_row.append(box(LN, low, 1.7, "LayerNorm", f"X_next: {T} × {d}", data))
+    for (_, right), (left, _) in zip(low_row, low_row[1:]):
+        arrow((right, low), (left, low))
+    line((LN, top - 0.46), (LN, 2.0), (2.25, 2.0), (2.25, low + 0.46))  # Y down to the feed-forward block
+    line((P, 2.0), (P, low + 0.2))  # the residual: Y skips the feed-forward block
+    artists.append(ax.text(P - 0.1, 1.6, "residual: + Y", ha="right", va="center", fontsize=pt, color="0.25"))
+    arrow((LN + 0.85, low), (11.45, low))
+    artists.append(ax.text(11.5, low, f"next\nlayer\n(× {config.n_layers})", ha="left", va="center",
+                           fontsize=pt))
+    artists.append(ax.text(0.05, 2.3, f"attention: {H} heads of d_k = {d_k}", ha="left", va="center",
+                           fontsize=style.FONT_PT, color=style.KEY_COLOR))
+    artists.append(ax.text(0.05, 0.25, f"feed-forward: {d} → {d_ff} → {d}, each token on its own",
+                           ha="left", va="center", fontsize=style.FONT_PT, color=style.VALUE_COLOR))
+    return artists

@@ -55,3 +55,23 @@ def test_scores_weights_figure_marks_the_rows_and_shows_both_matrices():
         scores_weights_figure(scores, softmax(scores), tokens, ["dog"])
     with pytest.raises(ValueError, match="4 tokens"):
         scores_weights_figure(scores, softmax(scores), tokens[:4], ["it"])
+
+
+def test_encoder_layer_diagram_takes_its_shapes_from_the_config():
+    from types import SimpleNamespace
+
+    import matplotlib.pyplot as plt
+
+    from qkv_viz.chapters.ch09_real_model.figures import encoder_layer_diagram
+
+    config = SimpleNamespace(d_model=64, n_heads=4, d_k=16, d_ff=256, n_layers=3)  # not MiniLM's numbers
+    fig, ax = plt.subplots()
+    artists = encoder_layer_diagram(config, T=7, ax=ax)
+    texts = " | ".join(a.get_text() for a in artists if hasattr(a, "get_text"))
+    for shape in ("7 × 64", "4 × 7 × 16", "7 × 256", "√16", "× 3", "64 → 256 → 64"):
+        assert shape in texts, shape
+    assert "384" not in texts and "1536" not in texts
+    assert all(a.axes is ax for a in artists)
+    own = encoder_layer_diagram(config)  # ax=None: its own figure, "T" as a letter
+    assert own[0].axes is not ax and any("T × 64" in a.get_text() for a in own if hasattr(a, "get_text"))
+    plt.close("all")

@@ -8,40 +8,29 @@ from matplotlib.ticker import FuncFormatter
 from qkv_viz.viz import style
 
 
-def plot_step_costs(steps, costs, title: str = "", ax=None, zoom: int = 2):
-    """The counted FLOPs of each generation step, one line per way of computing it, on linear axes
-    (a line is linear in t, a parabola quadratic); an inset draws the first ``zoom`` ways (the
-    linear ones: cached, recompute K and V) on their own scale; ``zoom=0``: no inset.
+def plot_step_costs(steps, costs, title: str = "", ax=None):
+    """The counted FLOPs of each generation step, one line per way of computing it, on a
+    logarithmic y-axis, so the cached line's growth shows beside curves 1,000 times higher.
 
     ``steps`` (T,) the token positions t, ``costs`` a dict {label: (T,) FLOPs}, in the order drawn
     (the first is the cached one). Returns the ``Line2D`` artists, one per entry of ``costs``.
     """
-    from matplotlib.ticker import MaxNLocator
-
     steps = np.asarray(steps)
     if not costs or any(np.shape(ys) != steps.shape for ys in costs.values()):
         raise ValueError(f"costs must map labels to arrays of shape {steps.shape} (one FLOP count per step), "
                          f"got shapes {[np.shape(ys) for ys in costs.values()]}")
+    if any(np.min(ys) <= 0 for ys in costs.values()):
+        raise ValueError("costs must be positive FLOP counts (the y-axis is logarithmic)")
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.8, 0.5), layout="constrained")
     colors = (style.SCALED_COLOR, style.CONTROL_COLOR, style.UNSCALED_COLOR, *style.SERIES)
     lines = [ax.plot(steps, ys, color=color, label=label)[0]
              for (label, ys), color in zip(costs.items(), colors)]
-    millions = FuncFormatter(lambda v, _: f"{v / 1e6:,.4g}M" if v else "0")
-    ax.set(xlabel="token t (step)", ylabel="FLOPs of the step", title=title)
-    ax.yaxis.set_major_formatter(millions)
-    ax.legend(loc="upper left")                      # top left: the curves start low there
-    if not zoom:
-        return lines
-    inset = ax.inset_axes((0.1, 0.3, 0.26, 0.3))      # under the legend: the linear ways on their own scale
-    for ys, color in list(zip(costs.values(), colors))[:zoom]:
-        inset.plot(steps, ys, color=color)
-    zoomed = "the linear ones" if zoom > 1 else next(iter(costs))
-    inset.set_title(f"{zoomed}, zoomed in", fontsize=style.ANNOTATION_PT)
-    inset.yaxis.set_major_formatter(millions)
-    inset.yaxis.set_major_locator(MaxNLocator(nbins=2))
-    inset.xaxis.set_major_locator(MaxNLocator(nbins=2, steps=[1, 5, 10]))   # round steps: 0, 500, 1000
-    inset.tick_params(labelsize=style.ANNOTATION_PT)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e6:,.4g}M"))
+    ax.set(xlabel="token t (step)", ylabel="FLOPs of the step (log scale)", title=title)
+    ax.grid(True, which="major", axis="y", alpha=0.3)
+    ax.legend(loc="center right", bbox_to_anchor=(1, 0.44))   # in the gap between the cached line and the others
     return lines
 
 
@@ -110,11 +99,9 @@ def plot_generation_step(words, weights, logits, cache, vocab, step: int, head: 
         ax.set(yticks=range(T), yticklabels=words if col == 1 else [])
     fig.colorbar(arts[-1], ax=axes, label="entries of K, V", shrink=0.6, location="bottom")
     logits_t = np.asarray(logits, dtype=float)[t]
-    pairs = [f"{word} {x:.2f}" for word, x in zip(vocab, logits_t)]
-    half = (len(pairs) + 1) // 2                     # two lines of logits: legible at the page's width
+    best = int(np.argmax(logits_t))
     nxt = ("the sentence ends" if t >= T - 1 else f'token {t + 1} is given by the prompt: "{words[t + 1]}"'
-           if t < n_prompt - 1 else f'the largest is "{vocab[int(np.argmax(logits_t))]}", the next token')
-    arts.append(fig.suptitle(f'step {t}: "{words[t]}" adds row {t} to both caches (outlined)\n'
-                             f"logits for the next token (output \u00b7 E\u1d40): {', '.join(pairs[:half])},\n"
-                             f"{', '.join(pairs[half:])}; {nxt}"))
+           if t < n_prompt - 1 else
+           f'"{vocab[best]}", the next token (largest logit of output \u00b7 E\u1d40: {logits_t[best]:.2f})')
+    arts.append(fig.suptitle(f'step {t}: "{words[t]}" adds row {t} to both caches (outlined)\n{nxt}'))
     return arts

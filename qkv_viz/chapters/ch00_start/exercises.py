@@ -30,7 +30,8 @@ def bank_row(W_q):
 
 def check_water_query(guess, W_q_no_money) -> Feedback:
     """``guess``: the word "bank" will read most; ``W_q_no_money`` (3, 3): the page's ``W_q`` with its
-    noun row asking for water and a noun, not for money. Says whether the matrix is that, then what "bank" reads."""
+    noun row asking for water and a noun, not for money. Says whether the matrix is that, then what "bank" reads
+    (after a right guess or a wrong one: the guess is already made)."""
     if guess is None or W_q_no_money is None:
         return no_answer()
     if not isinstance(guess, str) or guess.strip().strip('"\'').lower() not in RATES:
@@ -65,9 +66,9 @@ def check_water_query(guess, W_q_no_money) -> Feedback:
     if guess == top:
         return Feedback(True, f'{found} Why does it still gather more money than water? Think, then open '
                               '"What happened".')
-    return Feedback(False, f'Your matrix is right, your guess "{guess}" is not. Look at the water column of '
-                           'the sentence\'s rows, then at its noun column: with the noun row (2, 0, 1) the query of '
-                           '"bank" asks for water and for a noun, not for money. Change the guess and run the cell again.')
+    return Feedback(False, f'Your matrix is right; your guess "{guess}" is not. {found} Why? With the noun row '
+                           '(2, 0, 1) the query of "bank" asks for water and for a noun, not for money: look at the '
+                           'water column of the sentence\'s rows, then at its noun column.')
 
 
 def _attend_reference(q, K, V):

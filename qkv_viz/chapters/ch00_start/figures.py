@@ -1,5 +1,6 @@
-"""Chapter 0's picture: "bank" moved by the weighted values.
+"""Chapter 0's pictures: every token's weights, and "bank" moved by the weighted values.
 
+``weights_grids(panels, axes=None)`` draws the T x T weights of each sentence side by side, one colour bar.
 ``bank_moves(moves, ax=None)`` draws one token's vector, in the plane of two features, moved by
 its weights times the values, head to tail, once per sentence. Never calls ``plt.show()``.
 """
@@ -9,9 +10,41 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from qkv_viz.viz import style
+from qkv_viz.viz.plots import attention_heatmap
 
 MOVE_COLORS = ("#0072B2", "#E69F00")  # one per sentence: blue (the river one), orange (the money one)
 PIECE_MIN = 0.2                       # pieces shorter than this are drawn but not labelled
+
+
+def weights_grids(panels, axes=None):
+    """The weights of each sentence as a T x T grid (row = the token that reads, column = the token
+    read), each cell written with its weight, on one shared 0..1 colour bar.
+
+    panels: a list of ``(title, tokens, weights)``, ``weights`` (T, T) for T = len(tokens). ``axes``:
+    one axes per panel, or None for a new figure with panels as wide as their T. Returns the images.
+    """
+    if axes is None:
+        sizes = [len(tokens) for _, tokens, _ in panels]
+        fig, axes = plt.subplots(1, len(panels), figsize=style.figsize(1.0, 0.42), layout="constrained",
+                                 gridspec_kw=dict(width_ratios=sizes))
+    axes = list(np.ravel(axes))
+    if len(axes) != len(panels):
+        raise ValueError(f"got {len(axes)} axes for {len(panels)} panels")
+    images = []
+    for ax, (title, tokens, weights) in zip(axes, panels):
+        weights = np.asarray(weights, dtype=float)
+        if weights.shape != (len(tokens), len(tokens)):
+            raise ValueError(f"weights must be (T, T) for T = {len(tokens)} tokens, got {weights.shape}")
+        images.append(attention_heatmap(weights, ax=ax, tokens_q=tokens, tokens_k=tokens, annotate=True,
+                                        colorbar=False, title=title))
+        ax.set_aspect("equal")
+    bar = axes[0].figure.colorbar(images[0], ax=axes, ticks=np.linspace(0, 1, 5), fraction=0.04, pad=0.02)
+    bar.set_label(style.WEIGHTS_LABEL, fontsize=style.FONT_PT)
+    bar.ax.tick_params(labelsize=style.FONT_PT)
+    bar.outline.set_visible(False)
+    for ax in axes[1:]:
+        ax.set_ylabel("")
+    return images
 
 
 def bank_moves(moves, ax=None):

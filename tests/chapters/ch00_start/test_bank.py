@@ -60,15 +60,19 @@ def test_bank_reads_the_words_that_tell_its_sense(page):
 def test_a_token_with_a_zero_query_reads_everyone_equally(page):
     _, w = _attend(page, RIVER)
     np.testing.assert_allclose(w[RIVER.split().index("the")], 0.25)
+    _, w = _attend(page, RATES)
+    for t in ("the", "its"):  # the page: "the" and "its" read all T tokens equally
+        np.testing.assert_allclose(w[RATES.split().index(t)], 0.2)
 
 
 def test_every_token_at_once_reads_as_the_page_says(page):
-    """"flooded" splits its weight between the two nouns; both nouns read "river" most."""
+    """"flooded" gives the two nouns its largest weights, equal (yet not all of it); both nouns read "river" most."""
     tokens = RIVER.split()
     _, w = _attend(page, RIVER)
     river, bank, flooded = (tokens.index(t) for t in ("river", "bank", "flooded"))
     np.testing.assert_allclose(w[flooded, river], w[flooded, bank])
     assert w[flooded, [river, bank]].min() > w[flooded].max(initial=0, where=~np.isin(np.arange(4), [river, bank]))
+    assert w[flooded, [river, bank]].sum() < 0.7  # the page: the other two keep 0.18 each
     for noun in (river, bank):
         assert w[noun].argmax() == river
 

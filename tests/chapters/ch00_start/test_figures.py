@@ -86,3 +86,21 @@ def test_piece_labels_touch_no_other_arrow():
         box = label.get_window_extent(renderer)
         hits = [a for a in arrows if a.arrow_patch.get_window_extent(renderer).overlaps(box)]
         assert len(hits) == 0, f"{label.get_text()!r} overlaps {len(hits)} arrow(s)"
+
+
+def test_weights_grids_draw_each_sentence_labelled_on_one_colour_bar():
+    from qkv_viz.chapters.ch00_start.figures import weights_grids
+    rates = "the bank raised its rates".split()
+    X2 = np.array([[0, 0, 0], [0.3, 0.3, 1], [0, 0.5, 0], [0, 0, 0], [0, 1, 1.]])
+    w1, w2 = (softmax((x @ W_q) @ (x @ W_k).T / np.sqrt(3)) for x in (X, X2))
+    images = weights_grids([("river", TOKENS, w1), ("rates", rates, w2)])
+    assert [im.get_array().shape for im in images] == [(4, 4), (5, 5)]
+    assert np.allclose(images[1].get_array(), w2) and images[0].get_clim() == (0.0, 1.0)
+    axes = [im.axes for im in images]
+    assert [t.get_text() for t in axes[1].get_xticklabels()] == rates
+    assert [t.get_text() for t in axes[0].get_yticklabels()] == TOKENS
+    assert f"{w1[3, 1]:.2f}" in [t.get_text() for t in axes[0].texts]  # every cell writes its weight
+    bars = [a for a in axes[0].figure.axes if a not in axes]
+    assert len(bars) == 1 and bars[0].get_ylabel() == "weights"
+    with pytest.raises(ValueError, match="T = 4"):
+        weights_grids([("bad", TOKENS, w2)])

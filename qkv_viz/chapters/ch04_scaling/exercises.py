@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.chapters.feedback import Feedback, check_close, check_function
+from qkv_viz.chapters.feedback import (AnswerError, Feedback, as_array, check_close, check_function,
+                                       no_answer)
 from qkv_viz.core.softmax import softmax, softmax_jacobian
 
 D_K_EX3, VAR_Q_EX3 = 48, 4.0  # exercise 3: a width and a query variance the page never prints
@@ -117,8 +118,34 @@ def check_new_width_std(answer) -> Feedback:
 
 
 def check_saturating_d_k(answer) -> Feedback:
-    """Exercise 4: the d_k at which std(q . (k_1 - k_0)) = ln(p / (1 - p)), p = 0.99 (two keys, no factor)."""
+    """Exercise 4: the smallest whole d_k at which std(q . (k_1 - k_0)) reaches ln(p / (1 - p)), p = 0.99
+    (two keys, no factor). The crossing itself, ln(99)^2 / 2, is not a whole number: it gets its own hint."""
+    if answer is None:
+        return no_answer()
     gap = np.log(MAX_WEIGHT_EX4 / (1 - MAX_WEIGHT_EX4))        # sigma(gap) = 0.99
-    return check_close(answer, float(gap ** 2 / 2), rtol=0.02, atol=0.0,
-                       hint="sigma(D) = 0.99 gives D = ln(0.99 / 0.01); each term q_i (k_1i - k_0i) has "
-                            "variance 1 * (1 + 1), d_k such terms add up; set the std equal to D and solve.")
+    crossing = gap ** 2 / 2                                     # std(gap) = sqrt(2 d_k) reaches gap here
+    want = int(np.ceil(crossing))
+    hint = ("sigma(D) = 0.99 gives D = ln(0.99 / 0.01); each term q_i (k_1i - k_0i) has "
+            "variance 1 * (1 + 1), d_k such terms add up; set the std equal to D, solve, and take the "
+            "smallest whole d_k at or above the result.")
+    try:
+        a, _ = as_array(answer)
+    except AnswerError:
+        return Feedback(False, f"Give one whole number, a width d_k. Hint: {hint}")
+    if a.shape != ():
+        return Feedback(False, f"Give one whole number, a width d_k; got shape {a.shape}. Hint: {hint}")
+    x = float(a)
+    if not np.isfinite(x):
+        return Feedback(False, f"Your answer is NaN or inf. Hint: {hint}")
+    if x == want:
+        return Feedback(True, "Right: from this width on, a gap of one std already saturates a two-key row. "
+                              "The page's heads of 64 and more are far past it.")
+    if x != round(x) and abs(x - crossing) <= 0.02 * crossing:
+        return Feedback(False, "That is where the gap's std equals D exactly. A width is a whole number: "
+                               "which is the smallest whole d_k at or above it?")
+    if x == want - 1:
+        return Feedback(False, "At that width the gap's std is still just below D: round up, not down.")
+    if abs(x - 2 * crossing) <= 0.02 * 2 * crossing or x == np.ceil(2 * crossing):
+        return Feedback(False, "That would be right if each term had variance 1. A term q_i (k_1i - k_0i) "
+                               "has the variances of both keys in it: Var(k_1i - k_0i) = 1 + 1.")
+    return Feedback(False, f"Hint: {hint}")

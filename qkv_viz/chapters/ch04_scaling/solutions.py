@@ -27,6 +27,6 @@ NEW_WIDTH_STD = float(np.sqrt(48 * 4.0 * 1.0))
 
 # 4. Two keys saturate (max weight 0.99) when the gap D = s_1 - s_0 has sigma(D) = 0.99: D = ln(99) ~ 4.60.
 #    Unscaled, D = q . (k_1 - k_0): d_k terms, each of variance Var(q_i) (Var(k_1i) + Var(k_0i)) = 2,
-#    so std(D) = sqrt(2 d_k). sqrt(2 d_k) = ln(99) gives d_k = ln(99)^2 / 2 ~ 10.6: already at d_k = 16
-#    a one-std gap saturates a two-key row.
-SATURATING_D_K = float(np.log(99) ** 2 / 2)
+#    so std(D) = sqrt(2 d_k). sqrt(2 d_k) = ln(99) at d_k = ln(99)^2 / 2 ~ 10.6, so the smallest whole
+#    width is 11: already at d_k = 16 a one-std gap saturates a two-key row.
+SATURATING_D_K = int(np.ceil(np.log(99) ** 2 / 2))

@@ -171,7 +171,7 @@ class ScalingExplorer(CheckedFigure):
         n, on, qi = self.n, self.scale, self.query
         how = "scaled" if on else "not scaled"
         fig = Figure(figsize=style.figsize(1.0, 0.62), dpi=style.DPI, layout="constrained")
-        grid = fig.add_gridspec(2, 3, width_ratios=[1.05, 0.9, 1.15])
+        grid = fig.add_gridspec(2, 3, width_ratios=[1.4, 0.8, 1.25])  # the heatmap fills its column
         ax_w = fig.add_subplot(grid[:, 0])
         ax_b, ax_s = fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 1])
         ax_m, ax_t = fig.add_subplot(grid[0, 2]), fig.add_subplot(grid[1, 2])
@@ -201,8 +201,9 @@ class ScalingExplorer(CheckedFigure):
             ax_m.axhline(1 / n, color="0.45", lw=1, ls=":", label="_uniform")   # named on the axes, not in the legend
             ax_m.text(0.98, 1 / n, f"uniform row: 1/{n}", transform=ax_m.get_yaxis_transform(), ha="right",
                       va="bottom", fontsize=style.FONT_PT - 1, color="0.35")
-        ax_m.legend(fontsize=style.FONT_PT - 1, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2,
-                    frameon=False, handlelength=1.5, columnspacing=0.8)  # above the curves, never on them
+        where = {"loc": "lower right", "bbox_to_anchor": (1.0, 0.3)} if self.metric == "max_weight" else {}
+        ax_m.legend(fontsize=style.FONT_PT - 1, frameon=True, framealpha=0.9, edgecolor="none", handlelength=1.5,
+                    borderaxespad=0.3, **(where or {"loc": "best"}))  # inside, in the gap between the two curves
         if self.metric == "score_std":
             ax_m.set_yscale("log")
         one = summarize(scores[qi:qi + 1], weights[qi:qi + 1])  # the followed row alone
@@ -212,7 +213,7 @@ class ScalingExplorer(CheckedFigure):
         header = ["", "all rows", f"query {qi}"]
         for i, line in enumerate([header] + cells):
             y = 1.0 - i / (len(cells) + 1)
-            for x, text in zip((-0.1, 0.76, 1.07), line):
+            for x, text in zip((-0.22, 0.8, 1.12), line):
                 ax_t.text(x, y, text, transform=ax_t.transAxes, ha="right" if x > 0 else "left", va="top",
                           fontsize=style.FONT_PT - 1, fontweight="bold" if i == 0 else "normal")
         return fig

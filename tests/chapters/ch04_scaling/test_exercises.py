@@ -103,14 +103,27 @@ def test_wrong_numbers_get_hint_without_answer(check, right):
 
 
 def test_saturating_d_k_matches_a_measurement():
-    """At the answer's d_k, a two-key gap of one std gives max weight 0.99; measured gaps have that std."""
+    """At the answer's d_k a two-key gap of one std gives max weight 0.99 or more; one width less, below 0.99.
+    Measured gaps have that std."""
     d_k = sol.SATURATING_D_K
-    assert 1 / (1 + np.exp(-np.sqrt(2 * d_k))) == pytest.approx(ch04.MAX_WEIGHT_EX4)
+    sigma = lambda x: 1 / (1 + np.exp(-x))                       # noqa: E731
+    assert sigma(np.sqrt(2 * (d_k - 1))) < ch04.MAX_WEIGHT_EX4 <= sigma(np.sqrt(2 * d_k))
     rng = np.random.default_rng(0)
-    q, k0, k1 = (rng.normal(size=(40000, 11)) for _ in range(3))
-    assert np.std(np.sum(q * (k1 - k0), axis=-1)) == pytest.approx(np.sqrt(22), rel=0.02)
-    assert not ch04.check_saturating_d_k(np.log(99) ** 2)      # forgot that two keys' variances add
-    assert ch04.check_saturating_d_k(10.6)
+    q, k0, k1 = (rng.normal(size=(40000, d_k)) for _ in range(3))
+    assert np.std(np.sum(q * (k1 - k0), axis=-1)) == pytest.approx(np.sqrt(2 * d_k), rel=0.02)
+
+
+def test_saturating_d_k_accepts_the_whole_width_and_names_the_near_misses():
+    right = sol.SATURATING_D_K
+    for ok in (right, float(right), np.int64(right)):
+        assert ch04.check_saturating_d_k(ok)
+    crossing = np.log(99) ** 2 / 2                                 # not a whole number: the reader must round up
+    for near, words in ((crossing, "whole number"), (round(crossing, 1), "whole number"),
+                        (right - 1, "round up"), (np.log(99) ** 2, "both keys"), (2 * right, "both keys")):
+        fb = ch04.check_saturating_d_k(near)
+        assert not fb.correct and words in fb.message, (near, fb.message)
+        assert str(right) not in fb.message
+
 
 def test_the_sum_form_passes_on_near_one_hot_rows_for_many_seeds():
     """The worked solution's sum form loses digits on near one-hot rows; the checker must not reject it."""

@@ -121,3 +121,16 @@ def test_the_saturation_maps_sharpen_without_the_factor_only():
     assert top[1, False] < top[16, False] < top[256, False]
     assert round(float(top[256, False]), 2) == 0.94
     assert max(top[d_k, True] for d_k in (1, 16, 256)) < 0.3
+
+
+def test_multihead_in_proj_is_xavier_uniform_with_entries_of_variance_one_half():
+    """The page's Going further: nn.MultiheadAttention's in_proj_weight (3 d_model, d_model) is uniform in
+    +-sqrt(6 / (d_model + 3 d_model)), so an entry of q = x W_q has variance d_model * 2 / (4 d_model) = 1/2."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    W = torch.nn.MultiheadAttention(768, 12).in_proj_weight.detach().double().numpy()  # (2304, 768)
+    bound = np.sqrt(6 / (768 + 3 * 768))
+    assert W.shape == (3 * 768, 768)
+    assert np.abs(W).max() <= bound + 1e-9 and np.abs(W).max() > 0.99 * bound
+    x = np.random.default_rng(0).normal(size=(4000, 768))
+    assert abs((x @ W[:64].T).var() - 0.5) < 0.05

@@ -110,3 +110,43 @@ def plot_weights_times_values(weights, V, names, i: int = 0, j: int = 1, ax=None
         col_names=[f"col {c}" for c in range(V.shape[1])], colors=("#666666", style.VALUE_COLOR),
         labels=("weights", "$V$: column =\none entry of\nevery value", "weights @ V:\nrow = a token's\noutput"),
         sum_name=f"{names[i]}'s output, entry {j}")
+
+
+def plot_query_and_keys(q, K, ax=None):
+    """One query q (2,) among the keys K (S, 2), all drawn as arrows from the origin: the query
+    orange, each key in its value's colour (the live picture's colours). Each key's label gives
+    what the page compares: its length |k_j|, the cosine with q and the dot product q . k_j, all
+    computed here. Returns a dict: "query" (its arrow), "keys" (their arrows), "labels" (their texts)."""
+    import matplotlib.pyplot as plt
+
+    from qkv_viz.chapters.ch03_toy.vector_move import Q_TEXT, SHARE_COLOURS, SHARE_TEXT
+    from qkv_viz.viz import style
+
+    q, K = as_array("q", q, ndim=1), as_array("K", K, ndim=2)
+    if q.shape != (2,) or K.shape[1:] != (2,):
+        raise ValueError(f"need a query (2,) and keys (S, 2) in the plane, got {q.shape} and {K.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(0.62, 0.62))
+    lengths = np.linalg.norm(K, axis=1)                        # (S,)
+    dots = K @ q                                               # (S, 2) @ (2,) -> (S,)
+    cosines = dots / (lengths * np.linalg.norm(q))             # (S,)
+    arrow = dict(length_includes_head=True, head_width=0.14, overhang=0.2)
+    query = ax.arrow(0, 0, *q, color=style.QUERY_COLOR, width=0.06, zorder=1, **arrow)
+    ax.annotate("$q_0$", q, xytext=(-6, 4), textcoords="offset points", ha="right", va="bottom",
+                color=Q_TEXT, fontweight="bold", fontsize=style.FONT_PT)
+    keys, labels = [], []
+    for j, k in enumerate(K):
+        keys.append(ax.arrow(0, 0, *k, color=SHARE_COLOURS[j % 3], width=0.03, zorder=2, **arrow))
+        labels.append(ax.annotate(f"$k_{j}$: length {lengths[j]:.2f}\ncos {cosines[j]:.2f}, "
+                                  f"$q_0\\cdot k_{j}$ = {dots[j]:.0f}", k, textcoords="offset points",
+                                  # a key left of the query is labelled on its left, clear of the query's arrow
+                                  **(dict(xytext=(-6, 0), ha="right", va="center") if k[0] * q[1] < k[1] * q[0]
+                                     else dict(xytext=(6, 2), ha="left", va="bottom" if k[1] > 0.5 else "top")),
+                                  color=SHARE_TEXT[j % 3],
+                                  fontsize=style.ANNOTATION_PT))
+    top = max(np.abs(K).max(), np.abs(q).max()) + 0.3
+    left = 2.9 if np.any(K[:, 0] * q[1] < K[:, 1] * q[0]) else 0.3  # room for labels on the left
+    ax.set(xlim=(-left, top + 2.5), ylim=(-0.6, top), aspect="equal", title="the query among the keys")
+    ax.axhline(0, color="#ddd", lw=0.8, zorder=0)
+    ax.axvline(0, color="#ddd", lw=0.8, zorder=0)
+    return {"query": query, "keys": keys, "labels": labels}

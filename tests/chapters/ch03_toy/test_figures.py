@@ -67,3 +67,29 @@ def test_weights_times_values_names_the_framed_output_entry():
     assert arts["sum"].get_text().startswith("token 2's output, entry 0 = ")
     assert arts["sum"].get_text().endswith(f"= {out[2, 0]:.2f}")
     plt.close("all")
+
+
+def test_query_and_keys_labels_each_key_with_its_length_cosine_and_dot_product():
+    """The page's first picture: q0 points nearest k0 (largest cosine), yet k1, the longest key, gets
+    the largest dot product. The labels are computed from the vectors and no label overlaps another."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from qkv_viz.chapters.ch03_toy.figures import plot_query_and_keys
+    from qkv_viz.viz import style
+    with matplotlib.rc_context():                                # the book's fonts, restored afterwards
+        style.use()
+        arts = plot_query_and_keys(TOY_Q[0], TOY_K)
+        arts["query"].figure.canvas.draw()
+    texts = [t.get_text() for t in arts["labels"]]
+    assert len(arts["keys"]) == 3 and arts["query"] is not None
+    assert "length 1.00" in texts[0] and "cos 0.89" in texts[0] and "= 2" in texts[0]
+    assert "length 3.16" in texts[1] and "cos 0.71" in texts[1] and "= 5" in texts[1]
+    assert "cos 0.45" in texts[2] and "= 1" in texts[2]
+    boxes = [t.get_window_extent() for t in arts["labels"]]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    ax = arts["query"].axes
+    assert all(ax.bbox.contains(b.x0, b.y0) and ax.bbox.contains(b.x1, b.y1) for b in boxes)  # inside the plane
+    with pytest.raises(ValueError, match="plane"):
+        plot_query_and_keys([1.0, 2.0, 3.0], TOY_K)
+    plt.close("all")

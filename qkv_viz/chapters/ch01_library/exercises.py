@@ -10,8 +10,9 @@ error. Wrong answers get a hint, never the answer. Worked solutions are in
    values (B, S, d_v) -> output (B, T, d_v), weights (B, T, S), with T != S.
 2. ``check_lookup_available(fn)``: ``fn(query, keys, values, available, temperature) -> (output, weights)``:
    a soft lookup in which the books with ``available == False`` get weight exactly 0 (a mask).
-3. ``check_longer_query_temperature(answer)``: the temperature at which the tripled query
-   ``3 * DEMO_QUERY`` against every key halved gives back the demo query's weights at temperature 1.
+3. ``check_longer_query_temperature(answer, w_3)``: the temperature at which the tripled query
+   ``3 * DEMO_QUERY`` against every key halved gives back the demo query's weights at temperature 1,
+   and ``w_3`` (5,), those weights as the reader computed them at that temperature.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from qkv_viz.chapters.ch01_library.library import Library, demo_library, soft_lookup
 from qkv_viz.chapters.ch01_library.library import DEMO_QUERY
-from qkv_viz.chapters.feedback import Feedback, check_function, no_answer
+from qkv_viz.chapters.feedback import Feedback, as_array, check_function, no_answer
 from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.softmax import softmax
 
@@ -183,25 +184,52 @@ def check_lookup_available(fn, seed=None) -> Feedback:
 
 
 # ---------------------------------------------------------------- exercise 3: longer queries, shorter keys
-def check_longer_query_temperature(answer) -> Feedback:
+def _w3_diagnosis(w, t, lib):
+    """Why ``w`` (5,) is not the weights of 3 * query against keys / 2 at temperature ``t``."""
+    q, keys = DEMO_QUERY, lib.keys
+    if not np.isclose(w.sum(), 1, atol=1e-6):
+        return f"w_3 sums to {w.sum():.3f}, not 1: take the softmax of the scores."
+    for wrong, why in ((softmax(keys @ (3 * q) / t), "uses the page's keys: halve them, keys / 2"),
+                       (softmax((keys / 2) @ q / t), "uses the page's query: triple it, 3 * query"),
+                       (softmax((keys / 2) @ (3 * q)), "is at temperature 1: divide the scores by answer_3"),
+                       (softmax((keys / 2) @ (3 * q) * t), "multiplies the scores by answer_3: divide them")):
+        if np.allclose(w, wrong, atol=1e-6):
+            return f"w_3 {why}."
+    return ("w_3 is not the softmax of (3 * query) . (k_j / 2) / answer_3 over the five books "
+            "(one score per book, in the order of the page's keys).")
+
+
+def check_longer_query_temperature(answer, w_3=None) -> Feedback:
     """Which temperature makes ``3 * DEMO_QUERY`` against every key halved give the weights
-    ``DEMO_QUERY`` has against the page's keys at temperature 1?"""
-    if answer is None:
+    ``DEMO_QUERY`` has against the page's keys at temperature 1? ``w_3`` (5,): the reader's own
+    computation of those weights at that temperature, compared first with what it should be."""
+    if answer is None or w_3 is None:
         return no_answer()
     lib = demo_library()
     target = soft_lookup(DEMO_QUERY, lib, 1.0)[1]
     try:
         t = float(answer)
     except (TypeError, ValueError):
-        return Feedback(False, "Give one number (a temperature > 0).")
+        return Feedback(False, "answer_3: give one number (a temperature > 0).")
     if not np.isfinite(t) or t <= 0:
-        return Feedback(False, "A temperature must be a positive number.")
+        return Feedback(False, "answer_3: a temperature must be a positive number.")
+    try:
+        w = as_array(w_3)[0]
+    except Exception as exc:  # noqa: BLE001
+        return Feedback(False, f"w_3 should be an array of numbers: {exc}")
+    if w.ndim == 2 and 1 in w.shape:  # a (1, 5) or (5, 1) row of the right numbers is fine
+        w = w.ravel()
+    if w.shape != (lib.n_books,):
+        return Feedback(False, f"w_3 should hold one weight per book, shape ({lib.n_books},); got {w.shape}.")
     halved = Library(lib.titles, lib.keys / 2, lib.values)
     got = soft_lookup(3 * DEMO_QUERY, halved, t)[1]
+    if not np.allclose(w, got, atol=1e-6):
+        return Feedback(False, _w3_diagnosis(w, t, lib))
     if np.allclose(got, target, atol=1e-4):
-        return Feedback(True, "Every score is (3q) . (k / 2) = 1.5 (q . k); dividing by 1.5 undoes it. "
-                              "The lengths of queries and keys turn the same dial as the temperature.")
+        return Feedback(True, "Your w_3 equals the page's weights. Every score is (3q) . (k / 2) = 1.5 (q . k); "
+                              "dividing by 1.5 undoes it. The lengths of queries and keys turn the same dial as "
+                              "the temperature.")
     direction = "sharper" if got.max() > target.max() else "flatter"
-    return Feedback(False, f"At that temperature the new weights are {direction} than the original's "
-                           f"(top weight {got.max():.3f} vs {target.max():.3f}). "
+    return Feedback(False, f"Your w_3 is computed right, but at that temperature it is {direction} than the page's "
+                           f"weights (top weight {got.max():.3f} vs {target.max():.3f}). "
                            "Hint: what do the two changes do, together, to each dot product q . k?")

@@ -33,3 +33,10 @@ def lookup_available(query, keys, values, available, temperature):
 
 # Exercise 3: (3q) . (k / 2) = 1.5 (q . k), and softmax((1.5 s) / 1.5) = softmax(s): temperature 1.5 undoes it.
 LONGER_QUERY_TEMPERATURE = 1.5
+
+
+def longer_query_weights(query, keys, temperature=LONGER_QUERY_TEMPERATURE):
+    """Exercise 3's code half, ``w_3``: the weights of 3 * query against keys / 2 at ``temperature``, (S,)."""
+    scores = (keys / 2) @ (3 * query) / temperature        # (S, d_k) @ (d_k,) -> (S,)
+    e = np.exp(scores - scores.max())
+    return e / e.sum()

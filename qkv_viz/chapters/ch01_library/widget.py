@@ -80,12 +80,11 @@ class LibraryFigure(CheckedFigure):
         output = self.output
         best = int(np.argmax(self.library.keys @ np.asarray(self.query)))
         names = VALUE_AXES if len(output) == len(VALUE_AXES) else [f"value[{c}]" for c in range(len(output))]
-        # two-line panel titles, no suptitle: the hard pick above the keys, the soft blend above the bars
-        axes[0].set_title(f"keys and query (book: weight)\nhard lookup picks {best}: {self.library.titles[best]}",
-                          fontsize=style.TITLE_PT)
+        # one short line per panel: the hard pick above the keys, the soft blend above the bars
+        axes[0].set_title(f"hard lookup picks book {best}", fontsize=style.TITLE_PT)
         axes[1].set_title("")  # the centred one library_and_weights wrote: replaced by the right-aligned one
-        axes[1].set_title(f"weights at temperature τ = {self.temperature:.3g}\noutput (blended value) = "
-                          + ", ".join(f"{a}: {x:.2f}" for x, a in zip(output, names)), fontsize=style.TITLE_PT,
+        axes[1].set_title(f"τ = {self.temperature:.3g}, output: "
+                          + ", ".join(f"{a} {x:.2f}" for x, a in zip(output, names)), fontsize=style.TITLE_PT,
                           loc="right")  # wider than the bars: it extends left, over the titles' column
         return figure_png(fig)
 

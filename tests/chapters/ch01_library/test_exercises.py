@@ -5,6 +5,8 @@ import pytest
 
 from qkv_viz.chapters.ch01_library import exercises as ch01
 from qkv_viz.chapters.ch01_library import solutions
+from qkv_viz.chapters.ch01_library.library import DEMO_QUERY, demo_library
+from qkv_viz.core import softmax
 
 
 def stub(*args):
@@ -14,7 +16,9 @@ def stub(*args):
 CHECKS = [  # (checker, solution)
     (ch01.check_lookup_many, solutions.lookup_many),
     (ch01.check_lookup_available, solutions.lookup_available),
-    (ch01.check_longer_query_temperature, solutions.LONGER_QUERY_TEMPERATURE),
+    (lambda answer: ch01.check_longer_query_temperature(
+        answer, None if answer is None else solutions.longer_query_weights(DEMO_QUERY, demo_library().keys, answer)),
+     solutions.LONGER_QUERY_TEMPERATURE),
 ]
 
 
@@ -128,7 +132,25 @@ def test_available_cases_mask_something_keep_something_and_have_a_huge_score():
 
 def test_conceptual_answers_refuse_wrong_numbers_without_giving_the_answer():
     for wrong in (1.0, 2.0, 0.5, 3.0, 6.0, -2.0, "two"):  # 2, 3, 0.5: doubling, or one change alone
-        fb = ch01.check_longer_query_temperature(wrong)
+        w_3 = solutions.longer_query_weights(DEMO_QUERY, demo_library().keys, wrong) if _positive(wrong) else np.ones(5) / 5
+        fb = ch01.check_longer_query_temperature(wrong, w_3)
         assert not fb and not fb.pending
-    msg = ch01.check_longer_query_temperature(1.0).message
-    assert "1.5" not in msg and "divid" not in msg
+    msg = ch01.check_longer_query_temperature(1.0, solutions.longer_query_weights(DEMO_QUERY, demo_library().keys, 1.0)).message
+    assert "1.5" not in msg and "divid" not in msg and "computed right" in msg
+
+
+def _positive(x):
+    return isinstance(x, float) and x > 0
+
+
+def test_exercise_3_names_what_is_wrong_with_w_3():
+    """The code half: w_3 computed with the page's keys, the page's query, no temperature, or not a softmax."""
+    keys, q, t = demo_library().keys, DEMO_QUERY, solutions.LONGER_QUERY_TEMPERATURE
+    cases = [(softmax(keys @ (3 * q) / t), "halve them"), (softmax((keys / 2) @ q / t), "triple it"),
+             (softmax((keys / 2) @ (3 * q)), "divide the scores"), (np.exp((keys / 2) @ (3 * q) / t), "sums to"),
+             (np.ones(3) / 3, "shape (5,)"), (softmax(keys @ q)[::-1], "not the softmax")]
+    for w_3, words in cases:
+        fb = ch01.check_longer_query_temperature(t, w_3)
+        assert not fb and not fb.pending and words in fb.message, fb.message
+    assert ch01.check_longer_query_temperature(t, None).pending and ch01.check_longer_query_temperature(None, np.ones(5)).pending
+    assert ch01.check_longer_query_temperature(t, solutions.longer_query_weights(q, keys)[None, :])  # a (1, 5) row is fine

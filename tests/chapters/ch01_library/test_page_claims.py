@@ -114,3 +114,14 @@ def test_a_query_twice_as_long_acts_as_half_the_temperature():
     for tau in (0.3, 1.0, np.sqrt(2)):
         np.testing.assert_allclose(soft_lookup(2 * DEMO_QUERY, lib, 2 * tau)[1], soft_lookup(DEMO_QUERY, lib, tau)[1])
         assert soft_lookup(2 * DEMO_QUERY, lib, tau)[1].max() > soft_lookup(DEMO_QUERY, lib, tau)[1].max()
+
+
+def test_a_middle_book_rises_then_falls_with_the_temperature():
+    """The page: Robot Chefs' line first rises (the top book's share goes to the runners-up), then falls to 1/5."""
+    from qkv_viz.core import softmax
+    lib = demo_library()
+    taus = np.geomspace(0.01, 100, 200)[:, None]
+    chefs = softmax(lib.keys @ DEMO_QUERY / taus)[:, lib.titles.index("Robot Chefs")]
+    peak = int(chefs.argmax())
+    assert 0 < peak < len(taus) - 1 and chefs[peak] > max(chefs[0], chefs[-1], 0.2)
+    assert np.all(np.diff(chefs[:peak + 1]) >= 0) and np.all(np.diff(chefs[peak:]) <= 0)

@@ -45,7 +45,11 @@ def score_grads(weights: np.ndarray, gain: float = GAIN) -> np.ndarray:
 def train(c: float, lr: float = LR, init: float = 1.0, seed: int = 0, steps: int = STEPS,
           d_model: int = D_MODEL, d_k: int = D_K, n_tokens: int = T, batch: int = BATCH,
           gain: float = GAIN) -> np.ndarray:
-    """Train W_q, W_k with torch.optim.Adam; return the accuracy of every step, (steps,).
+    """Train W_q, W_k with Adam; return the accuracy of every step, (steps,).
+
+    Adam is written out as on the page (the same arithmetic as ``torch.optim.Adam`` at its defaults,
+    which the tests check); ``torch.optim`` would import torch's compiler on its first step, which
+    takes seconds.
 
     ``c`` multiplies q . k (1/sqrt(d_k): scaled; 1: the bug); ``init`` multiplies the start
     (std init / sqrt(d_model)). One seeded generator draws the start and then the batches, so
@@ -59,17 +63,22 @@ def train(c: float, lr: float = LR, init: float = 1.0, seed: int = 0, steps: int
     gen = torch.Generator().manual_seed(seed)
     W_q = (init * torch.randn(d_model, d_k, generator=gen) / d_model ** 0.5).requires_grad_()
     W_k = (init * torch.randn(d_model, d_k, generator=gen) / d_model ** 0.5).requires_grad_()
-    opt = torch.optim.Adam([W_q, W_k], lr=lr)
+    m = [torch.zeros_like(W_q), torch.zeros_like(W_k)]                 # Adam's running means of g ...
+    v = [torch.zeros_like(W_q), torch.zeros_like(W_k)]                 # ... and of g^2
     targets = torch.arange(n_tokens).repeat(batch)                      # (batch*T,): query i finds key i
     acc = []
-    for _ in range(steps):
+    for step in range(steps):
         x = torch.randn(batch, n_tokens, d_model, generator=gen)        # (B, T, d_model)
         scores = c * (x @ W_q) @ (x @ W_k).transpose(-1, -2)            # (B, T, d_k) @ (B, d_k, T) -> (B, T, T)
         weights = torch.softmax(scores, dim=-1)                         # (B, T, T)
         loss = F.cross_entropy(gain * weights.reshape(-1, n_tokens), targets)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        grads = torch.autograd.grad(loss, [W_q, W_k])
+        with torch.no_grad():                                           # Adam with torch.optim.Adam's defaults
+            t = step + 1
+            for W, g, m_W, v_W in zip([W_q, W_k], grads, m, v):
+                m_W.lerp_(g, 0.1)
+                v_W.mul_(0.999).addcmul_(g, g, value=0.001)
+                W -= lr / (1 - 0.9 ** t) * m_W / (v_W.sqrt() / (1 - 0.999 ** t) ** 0.5 + 1e-8)
         acc.append((weights.argmax(-1).reshape(-1) == targets).float().mean().item())
     return np.array(acc)
 

@@ -244,3 +244,39 @@ def plot_pair_parts(parts, drawn: int, ax=None):
     ax.set(xlabel="pair i (orange: drawn)", xticks=np.arange(parts.shape[0]),
            title=f"each pair's part of $q_m \\cdot k_n$ (they add up to {parts.sum():.3f})")
     return bars
+
+
+def plot_sentence_weights(weights, sentences, conditions, axes=None):
+    """A grid of small weight maps: one row per sentence (a string of T words, which label the
+    rows and columns), one column per condition (e.g. "no positions", "X + P", "RoPE").
+    ``weights[r][c]`` is (T, T), on 0..1, each cell printed. One labelled bar. Returns the images."""
+    rows = [[as_array("weights", w, ndim=2) for w in row] for row in weights]
+    sentences, conditions = list(sentences), list(conditions)
+    if len(rows) != len(sentences) or any(len(row) != len(conditions) for row in rows):
+        raise ValueError(f"weights must be {len(sentences)} rows of {len(conditions)} maps, one per sentence and condition")
+    if axes is None:
+        _, axes = plt.subplots(len(rows), len(conditions), layout="constrained",
+                               figsize=style.figsize(0.8, 0.27 * len(rows) * 3 / max(len(conditions), 1)),
+                               squeeze=False)
+    axes = np.asarray(axes).reshape(len(rows), len(conditions))
+    ims = []
+    for r, (row, words) in enumerate(zip(rows, sentences)):
+        toks = words.split()
+        for c, (w, cond) in enumerate(zip(row, conditions)):
+            if w.shape != (len(toks), len(toks)):
+                raise ValueError(f"each map of {words!r} must be {(len(toks),) * 2}, got {w.shape}")
+            ax = axes[r, c]
+            ims.append(ax.imshow(w, cmap=style.WEIGHTS_CMAP, vmin=0, vmax=1, interpolation="nearest"))
+            for (m, n), v in np.ndenumerate(w):
+                ax.text(n, m, f"{v:.2f}", ha="center", va="center", fontsize=9,
+                        color="black" if v > 0.55 else "white")
+            ax.set_xticks(range(len(toks)), toks)
+            ax.set_yticks(range(len(toks)), toks if c == 0 else [])
+            if r == 0:
+                ax.set_title(cond)
+            if r == len(rows) - 1:
+                ax.set_xlabel("key")
+            if c == 0:
+                ax.set_ylabel(f"“{words}”\nquery")
+    axes[0, 0].figure.colorbar(ims[-1], ax=list(axes.ravel()), fraction=0.04, pad=0.02, label="weights")
+    return ims

@@ -1,25 +1,57 @@
 """Chapter 10's computations: a three-word sentence, its shuffle, positions added, RoPE grids.
 
-The tokens are named and hand-built (d_model = 4: "is a noun", "is an animal",
-"is a person", "is an action"); the projections are random (seeded), because the
-chapter's claims hold for any projection.
+The tokens are named and hand-built (d_model = 6: "is a noun", "is an animal", "is a person",
+"is an action", then two slots for an added position). ``constructed()`` builds the page's
+W_q, W_k, W_v by hand so that every score term means something: the verb's query asks for a
+noun (word-word), and a position part says which noun, the one just before the verb.
+``projections()`` are random (seeded): the permutation claims hold for any projection.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from qkv_viz.core.attention import scaled_dot_product_attention
-from qkv_viz.core.positions import apply_rope, rope_frequencies
+from qkv_viz.core.positions import apply_rope, rope_frequencies, sinusoidal_positions
 from qkv_viz.core.validate import as_array, as_rng, positive_int
 
-EMBEDDINGS = {              # noun, animal, person, action
-    "dog": (1.0, 1.0, 0.0, 0.0),
-    "bites": (0.0, 0.0, 0.0, 1.0),
-    "man": (1.0, 0.0, 1.0, 0.0),
+EMBEDDINGS = {              # noun, animal, person, action | two slots for the position
+    "dog": (1.0, 1.0, 0.0, 0.0, 0.0, 0.0),
+    "bites": (0.0, 0.0, 0.0, 1.0, 0.0, 0.0),
+    "man": (1.0, 0.0, 1.0, 0.0, 0.0, 0.0),
 }
-D_MODEL = 4
+D_MODEL = 6
+D_K = 6                     # pairs: 0 (RoPE's place part), 1 (the word match), 2 (added positions' place part)
+STRENGTH = 2.0              # every hand-set entry of W_q, W_k
 WIDGET_D_K_MAX = 64
 WIDGET_SEED = 14            # a q whose pair 1 (0.1 rad per position at d_k = 8) carries most of q_m . k_n
+
+
+def constructed(strength: float = STRENGTH):
+    """The page's hand-built W_q, W_k (D_MODEL, D_K) and W_v (D_MODEL, 4), as the page builds them.
+
+    - pair 1 (coordinates 2, 3): the verb's query asks for a noun (word-word).
+    - pair 2 (4, 5): an added position (sin m, cos m) gives the query (sin m, cos m) and the key
+      (sin(n + 1), cos(n + 1)), so p_m A p_n = strength^2 cos(n - m + 1): one token back is best.
+    - pair 0 (0, 1): for RoPE, the verb's query (s, 0) and a noun's key (0, s): q . k = 0 unturned,
+      q^T R_(n-m) k = -s^2 sin(n - m) turned: positive just before the verb, negative just after.
+    W_v passes the four word features."""
+    s = float(strength)
+    W_q, W_k = np.zeros((D_MODEL, D_K)), np.zeros((D_MODEL, D_K))
+    W_q[3, 2] = W_k[0, 2] = s                       # action -> asks for a noun
+    c, n = np.cos(1.0), np.sin(1.0)
+    W_q[4:, 4:] = s * np.eye(2)
+    W_k[4:, 4:] = s * np.array([[c, -n], [n, c]])   # (sin n, cos n) -> (sin(n + 1), cos(n + 1))
+    W_q[3, 0] = W_k[0, 1] = s                       # RoPE's place part
+    W_v = np.eye(D_MODEL, 4)
+    return W_q, W_k, W_v
+
+
+def positions(T: int) -> np.ndarray:
+    """The toy's added positions (T, D_MODEL): the fastest sinusoid pair (sin m, cos m) in the last
+    two slots, zeros over the word features."""
+    P = np.zeros((positive_int("T", T), D_MODEL))
+    P[:, 4:] = sinusoidal_positions(T, 2)
+    return P
 
 
 def sentence(words) -> np.ndarray:
@@ -31,7 +63,7 @@ def sentence(words) -> np.ndarray:
     return np.array([EMBEDDINGS[w] for w in words])  # (T, d_model)
 
 
-def projections(seed: int = 0, d_model: int = D_MODEL, d_k: int = D_MODEL):
+def projections(seed: int = 0, d_model: int = D_MODEL, d_k: int = D_K):
     """Random W_q, W_k, W_v, each (d_model, d_k), entries N(0, 1/d_model)."""
     rng = as_rng(seed)
     return tuple(rng.normal(size=(d_model, d_k)) / np.sqrt(d_model) for _ in range(3))
@@ -81,7 +113,8 @@ def weights_line(words, weights, word: str) -> str:
     if word not in names:
         raise ValueError(f"word must be one of {names}, got {word!r}")
     row = as_array("weights", weights, ndim=2)[names.index(word)]
-    return f"{' '.join(names)}: {word}'s weights on " + ", ".join(   # the words in alphabetical order
+    owner = f"{word}'" if word.endswith("s") else f"{word}'s"
+    return f"{' '.join(names)}: {owner} weights on " + ", ".join(   # the words in alphabetical order
         f"{w} {row[names.index(w)]:.3f}" for w in sorted(set(names)))
 
 

@@ -173,3 +173,20 @@ def test_decay_panel_draws_the_bound_beside_the_match_and_refuses_a_wrong_length
     with pytest.raises(ValueError, match="bound must have one value per distance"):
         figures.plot_frequencies_and_decay(8, 10000.0, d, np.ones(6), bound=np.ones(5))
     plt.close("all")
+
+
+def test_sentence_weights_grid_has_one_map_per_sentence_and_condition_with_labelled_rows():
+    plt.close("all")
+    w = np.full((3, 3), 1 / 3), np.eye(3)
+    ims = figures.plot_sentence_weights([w, w[::-1]], ["dog bites man", "man bites dog"], ["none", "RoPE"])
+    assert len(ims) == 4
+    np.testing.assert_array_equal(ims[1].get_array(), np.eye(3))
+    assert all(im.get_clim() == (0, 1) for im in ims)
+    assert [t.get_text() for t in ims[2].axes.get_yticklabels()] == ["man", "bites", "dog"]
+    assert "man bites dog" in ims[2].axes.get_ylabel() and ims[0].axes.get_title() == "none"
+    assert len(ims[0].axes.texts) == 9                                 # every weight printed
+    assert plt.gcf().axes[-1].get_ylabel() == "weights"
+    with pytest.raises(ValueError, match="rows of 2 maps"):
+        figures.plot_sentence_weights([w], ["dog bites man", "man bites dog"], ["none", "RoPE"])
+    with pytest.raises(ValueError, match="must be"):
+        figures.plot_sentence_weights([[np.eye(2)]], ["dog bites man"], ["none"])

@@ -64,8 +64,26 @@ def run_in_own_process(path: str, write: bool = True) -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
+def last_seconds(path: str) -> float:
+    """How long the notebook's cells took when it was last executed (the execution times nbclient
+    records in each code cell's metadata); 0 if none are recorded."""
+    from datetime import datetime
+
+    total = 0.0
+    for cell in nbformat.read(path, as_version=4).cells:
+        times = cell.get("metadata", {}).get("execution", {})
+        if "iopub.execute_input" in times and "shell.execute_reply" in times:
+            start, end = (datetime.fromisoformat(times[k].replace("Z", "+00:00"))
+                          for k in ("iopub.execute_input", "shell.execute_reply"))
+            total += max((end - start).total_seconds(), 0.0)
+    return total
+
+
 def run_all(paths: list, jobs: int = 2, write: bool = True, report=print) -> tuple:
     """Execute every notebook in ``paths``, ``jobs`` at a time, each in a fresh kernel.
+
+    With several at a time the longest notebooks (by :func:`last_seconds`) start first, so that
+    no long chapter is left to run alone at the end; each notebook still runs top to bottom.
 
     Returns ``(seconds, wall)``: each notebook's run time by path, and the wall time of the whole.
     The first failure cancels the notebooks not yet started and is raised.
@@ -78,7 +96,8 @@ def run_all(paths: list, jobs: int = 2, write: bool = True, report=print) -> tup
             report(f"[{i}/{len(paths)}] {path} {seconds[path]:.1f} s")
         return seconds, time.perf_counter() - start
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_in_own_process, path, write): path for path in paths}
+        longest_first = sorted(paths, key=last_seconds, reverse=True)
+        futures = {pool.submit(run_in_own_process, path, write): path for path in longest_first}
         try:
             for i, future in enumerate(as_completed(futures), 1):
                 path = futures[future]

@@ -85,3 +85,25 @@ def test_figures_are_kept_when_a_non_inline_backend_is_exported(tmp_path, monkey
     runner.run_all([str(path)], jobs=1, write=True, report=lambda line: None)
     outputs = nbformat.read(path, as_version=4).cells[0].outputs
     assert any("image/png" in o.get("data", {}) for o in outputs), outputs
+
+
+def test_the_longest_notebooks_start_first(tmp_path, monkeypatch):
+    """With two at a time, the notebook that took longest last time starts first (last_seconds reads
+    the cell times nbclient recorded), so no long chapter is left to run alone at the end."""
+    runner = _load(ROOT / "scripts" / "run_notebooks.py", "run_notebooks")
+    paths = []
+    for name, took in (("00_short", 0.5), ("01_long", 9.0), ("02_mid", 3.0)):
+        folder = tmp_path / name
+        folder.mkdir()
+        path = _notebook(folder, folder / "marker.txt")
+        nb = nbformat.read(path, as_version=4)
+        nb.cells[0].metadata["execution"] = {"iopub.execute_input": "2026-12-01T10:00:00.000000Z",
+                                             "shell.execute_reply": f"2026-12-01T10:00:{took:09.6f}Z"}
+        nbformat.write(nb, path)
+        paths.append(str(path))
+    assert [runner.last_seconds(p) for p in paths] == [0.5, 9.0, 3.0]
+    started = []
+    monkeypatch.setattr(runner, "run_in_own_process", lambda path, write=True: started.append(path) or 1.0)
+    seconds, _ = runner.run_all(paths, jobs=2, write=False, report=lambda line: None)
+    assert set(started[:2]) == {paths[1], paths[2]} and started[2] == paths[0]   # the shortest waits
+    assert list(seconds) == paths                                   # reported in the order given

@@ -30,8 +30,8 @@ def bank_row(W_q):
 
 def check_water_query(guess, W_q_no_money) -> Feedback:
     """``guess``: the word "bank" will read most; ``W_q_no_money`` (3, 3): the page's ``W_q`` with its
-    noun row asking for water and a noun, not for money. Says whether the matrix is that, then what "bank" reads
-    (after a right guess or a wrong one: the guess is already made)."""
+    noun row asking for water and a noun, not for money. Says whether the matrix is that; after a right guess,
+    what "bank" reads and gathers; after a wrong one, only the guessed word's weight and a hint (not the answer)."""
     if guess is None or W_q_no_money is None:
         return no_answer()
     if not isinstance(guess, str) or guess.strip().strip('"\'').lower() not in RATES:
@@ -66,9 +66,10 @@ def check_water_query(guess, W_q_no_money) -> Feedback:
     if guess == top:
         return Feedback(True, f'{found} Why does it still gather more money than water? Think, then open '
                               '"What happened".')
-    return Feedback(False, f'Your matrix is right; your guess "{guess}" is not. {found} Why? With the noun row '
-                           '(2, 0, 1) the query of "bank" asks for water and for a noun, not for money: look at the '
-                           'water column of the sentence\'s rows, then at its noun column.')
+    return Feedback(False, f'Your matrix is right; your guess "{guess}" is not: "bank" gives it '
+                           f'{w[RATES.index(guess)]:.2f} of its weight, and another word more. Hint: with the noun '
+                           'row (2, 0, 1) the query of "bank" asks for water and for a noun, not for money. Look at '
+                           'the water column of the sentence\'s rows, then at its noun column; then guess again.')
 
 
 def _attend_reference(q, K, V):

@@ -29,14 +29,18 @@ def test_each_wrong_matrix_is_named(W, words):
     assert not fb and not fb.pending and words in fb.message, fb.message
 
 
-def test_a_wrong_guess_with_a_right_matrix_still_prints_what_bank_reads_and_points_to_the_water_column():
-    """The page promises the checker prints what "bank" reads: after a wrong guess too (the guess is made)."""
+def test_a_wrong_guess_with_a_right_matrix_gets_a_hint_not_the_answer():
+    """Chapter 1 promises checkers say what is wrong without giving the answer: a wrong guess gets the guessed
+    word's weight and a pointer to the water column, not the whole row of weights nor the word read most."""
     w, out = ch00.bank_row(sol.W_Q_NO_MONEY)
     for wrong in ("rates", "the", "raised"):
         fb = ch00.check_water_query(wrong, sol.W_Q_NO_MONEY)
         assert not fb and "is not" in fb.message and "water column" in fb.message, fb.message
-        assert '"bank" reads ' + ", ".join(f"{t} {x:.2f}" for t, x in zip(ch00.RATES, w)) in fb.message
-        assert str(np.round(out, 2).tolist()) in fb.message
+        assert f"{w[ch00.RATES.index(wrong)]:.2f}" in fb.message
+        assert '"bank" reads' not in fb.message and str(np.round(out, 2).tolist()) not in fb.message
+        assert '"bank" gives it' in fb.message and "another word more" in fb.message
+    right = ch00.check_water_query("bank", sol.W_Q_NO_MONEY)
+    assert right and '"bank" reads ' + ", ".join(f"{t} {x:.2f}" for t, x in zip(ch00.RATES, w)) in right.message
     assert not ch00.check_water_query("river", sol.W_Q_NO_MONEY)  # not a word of the sentence
     assert "one of the sentence's words" in ch00.check_water_query("river", sol.W_Q_NO_MONEY).message
 

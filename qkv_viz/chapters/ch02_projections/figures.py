@@ -150,3 +150,47 @@ def plot_learning(history, row_hand, row_learned, features, tokens, target: str,
     axes[1].set(xlabel="key feature", ylabel="")
     axes[0].figure.tight_layout()
     return {"target": line, "others": others, "rows": image}
+
+
+def plot_qk_plane(X, W_q, W_k, tokens, ax=None, axis_names=("key coordinate 1", "key coordinate 2")):
+    """Every token's query q_i = x_i W_q (an arrow from 0) and key k_i = x_i W_k (a dot) in one
+    plane, for d_k = 2. A query and a key meet in a dot product, so they share the plane.
+
+    Tokens whose queries (or keys) land on the same point share one label, e.g. "q: dog, ball".
+    Query labels sit above their point, key labels below. Returns a dict: "queries" (the arrows),
+    "keys" (the dots), "labels" (the texts), "points" ({("q" or "k", token): (2,) array})."""
+    X = as_array("X", X, ndim=2)
+    W_q, W_k = as_array("W_q", W_q, ndim=2), as_array("W_k", W_k, ndim=2)
+    if W_q.shape != (X.shape[1], 2) or W_k.shape != (X.shape[1], 2):
+        raise ValueError(f"W_q and W_k must be (d_model, 2) = ({X.shape[1]}, 2) to draw a plane, "
+                         f"got {W_q.shape} and {W_k.shape}")
+    if len(tokens) != len(X):
+        raise ValueError(f"one token name per row of X: {len(tokens)} names for {len(X)} rows")
+    Q, K = X @ W_q, X @ W_k  # (T, d_model) @ (d_model, 2) -> (T, 2)
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(0.6, 0.8))
+    points = {}
+    groups = {}  # (role, rounded point) -> token names
+    for role, vecs in (("q", Q), ("k", K)):
+        for t, v in zip(tokens, vecs):
+            points[(role, t)] = v
+            groups.setdefault((role, tuple(np.round(v, 9))), []).append(t)
+    arrows, dots, labels = [], [], []
+    for (role, p), names in groups.items():
+        p = np.array(p)
+        color = ROLE_COLORS[role]
+        if role == "q" and np.linalg.norm(p) > 0:
+            arrows.append(ax.add_patch(FancyArrowPatch((0, 0), tuple(p), arrowstyle="-|>", mutation_scale=14,
+                                                       color=color, lw=1.8, shrinkA=0, shrinkB=0)))
+        if role == "k":
+            dots.append(ax.scatter(*p, s=70, color=color, zorder=3))
+        dy = 0.12 if role == "q" else -0.12
+        labels.append(ax.text(p[0] + 0.06, p[1] + dy, f"{role}: " + ", ".join(names), color=color,
+                              ha="left", va="bottom" if role == "q" else "top", fontsize=style.FONT_PT))
+    allp = np.vstack([Q, K, np.zeros((1, 2))])
+    lo, hi = allp.min(axis=0) - 0.4, allp.max(axis=0) + 0.6
+    ax.set(xlim=(lo[0], hi[0] + 0.8), ylim=(lo[1], hi[1]), aspect="equal",
+           xlabel=axis_names[0], ylabel=axis_names[1], title="queries (arrows) and keys (dots)")
+    ax.axhline(0, color="0.8", lw=0.8, zorder=0)
+    ax.axvline(0, color="0.8", lw=0.8, zorder=0)
+    return {"queries": arrows, "keys": dots, "labels": labels, "points": points}

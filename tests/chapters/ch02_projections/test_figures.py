@@ -95,3 +95,26 @@ def test_plot_learning_names_the_target_and_the_others_once():
     assert [t.get_text() for t in legend.get_texts()] == ['"dog"', "the other 4 (nearly equal)"]
     assert {line.get_linestyle() for line in arts["others"]} == {"-"}    # one style: the legend names them once
     assert len(arts["target"].figure.axes) == 3                          # two panels and one colour bar
+
+
+def test_qk_plane_puts_each_query_and_key_at_x_times_W_and_groups_shared_points():
+    from qkv_viz.chapters.ch02_projections.figures import plot_qk_plane
+    X = np.array([[1, 0, 0], [0, 1, 0], [0.5, 0.5, 0]])   # the third token mixes the first two rows of W
+    W_q = np.array([[0, 2], [2, 0], [0, 0.]])
+    W_k = np.array([[2, 0], [0, 0], [0, 2.]])
+    out = plot_qk_plane(X, W_q, W_k, ["a", "b", "mix"])
+    assert np.allclose(out["points"][("k", "mix")], 0.5 * W_k[0] + 0.5 * W_k[1])  # [1, 0]
+    assert np.allclose(out["points"][("q", "mix")], [1, 1])
+    texts = _texts(out["labels"])
+    assert "k: b" in texts and "q: a" in texts and "k: a" in texts
+    assert len(out["queries"]) == 3 and len(out["keys"]) == 3
+    out = plot_qk_plane(np.eye(3)[[0, 0, 1]], W_q, W_k, ["x", "y", "z"])
+    assert "q: x, y" in _texts(out["labels"])        # two tokens on one point share one label
+
+
+def test_qk_plane_needs_d_k_two_and_one_name_per_row():
+    from qkv_viz.chapters.ch02_projections.figures import plot_qk_plane
+    with pytest.raises(ValueError, match="to draw a plane"):
+        plot_qk_plane(np.eye(3), np.ones((3, 3)), np.ones((3, 2)), ["a", "b", "c"])
+    with pytest.raises(ValueError, match="one token name per row"):
+        plot_qk_plane(np.eye(3), np.ones((3, 2)), np.ones((3, 2)), ["a", "b"])

@@ -25,14 +25,16 @@ def barycentric(point, corners) -> np.ndarray:
 
 def plot_rows_times_columns(Q, K, i: int = 0, j: int = 1, ax=None, row_names=None, col_names=None,
                             labels=("$Q$: row = a query", "$K^\\top$: column\n= a key", "$QK^\\top$:\nthe dot\nproducts"),
-                            colors=None, decimals=None, sum_name=None):
+                            colors=None, decimals=None, sum_name=None, inner_names=None, scale=None):
     """Q K^T drawn as rows times columns: Q (T, d_k) on the left, K^T (d_k, S) on top, their
     product, the dot products (T, S), where the two meet. Row ``i`` of Q and column ``j`` of
     K^T are coloured (query, key) and their cell of the product is framed, with the sum that
     gives it written out. Rows are labelled q_0, q_1, ..., columns k_0, k_1, ... (or ``row_names``,
     ``col_names``); ``labels`` name the three matrices, ``colors`` the two factors' highlights;
     ``decimals`` rounds the numbers (None: as short as they are); ``sum_name`` names the framed cell in the
-    written-out sum (default: row name · column name). Any product A @ B draws as
+    written-out sum (default: row name · column name); ``inner_names``, two lists of d_k names, label
+    Q's columns and K^T's rows, the axis the sum runs over (default: unlabelled); ``scale`` multiplies the type
+    (default 1.5 on a figure of its own, so that it reads at page width; 1 on a given ``ax``). Any product A @ B draws as
     ``plot_rows_times_columns(A, B.T, ...)``. Every number is computed from Q and K. Returns a dict:
     "cells" (the product's texts, (T, S) nested lists), "sum" (the written-out sum's text)."""
     import matplotlib.pyplot as plt
@@ -52,10 +54,14 @@ def plot_rows_times_columns(Q, K, i: int = 0, j: int = 1, ax=None, row_names=Non
         raise ValueError(f"row_names needs {T} names and col_names {S}, got {len(row_names)} and {len(col_names)}")
     c_row, c_col = (style.QUERY_COLOR, style.KEY_COLOR) if colors is None else colors
     dots = Q @ K.T                                     # (T, d_k) @ (d_k, S) -> (T, S)
+    if inner_names is not None and any(len(names) != d_k for names in inner_names):
+        raise ValueError(f"inner_names needs two lists of {d_k} names, got {inner_names}")
+    if scale is None:
+        scale = 1.5 if ax is None else 1.0
     if ax is None:
-        _, ax = plt.subplots(figsize=style.figsize(0.6, 0.62))
+        _, ax = plt.subplots(figsize=style.figsize(0.6 * scale, 0.62))
     x0 = d_k + 0.6                                     # the product (and K^T above it) start here
-    fs, fn = style.FONT_PT, style.ANNOTATION_PT + 1
+    fs, fn = style.FONT_PT * scale, (style.ANNOTATION_PT + 1) * scale
 
     def cell(x, y, text, face, edge="0.6", lw=0.8, weight="normal"):
         ax.add_patch(Rectangle((x, y), 1, 1, facecolor=face, edgecolor=edge, lw=lw, zorder=3 if lw > 1 else 1))
@@ -79,7 +85,13 @@ def plot_rows_times_columns(Q, K, i: int = 0, j: int = 1, ax=None, row_names=Non
                    edge="black" if (r, c) == (i, j) else "0.6", lw=2.2 if (r, c) == (i, j) else 0.8,
                    weight="bold" if (r, c) == (i, j) else "normal")
               for c in range(S)] for r in range(T)]
-    ax.text(d_k / 2, -0.2, labels[0], ha="center", va="bottom", fontsize=fs, color=c_row)
+    if inner_names is not None:                        # the summed axis: Q's columns, K^T's rows
+        for c in range(d_k):
+            ax.text(c + 0.5, -0.1, inner_names[0][c], ha="center", va="bottom", fontsize=fs)
+            ax.text(x0 - 0.15, -d_k - 0.6 + c + 0.5, inner_names[1][c], ha="right",
+                    va="center", fontsize=fs)
+    ax.text(d_k / 2, -0.2 if inner_names is None else -0.7, labels[0], ha="center", va="bottom", fontsize=fs,
+            color=c_row)
     ax.text(x0 + S + 0.15, -d_k / 2 - 0.6, labels[1], ha="left", va="center", fontsize=fs, color=c_col)
     ax.text(x0 + S + 0.15, T / 2, labels[2], ha="left", va="center", fontsize=fs)
     def factor(v):                                     # a negative factor in brackets: 1·(-1), not 1·-1
@@ -106,8 +118,9 @@ def plot_weights_times_values(weights, V, names, i: int = 0, j: int = 1, ax=None
     if ax is None:
         ax = plt.subplots(figsize=style.figsize(0.75, 0.62))[1]
     return plot_rows_times_columns(
-        weights, V.T, i=i, j=j, ax=ax, decimals=2, row_names=list(names),
+        weights, V.T, i=i, j=j, ax=ax, decimals=2, row_names=[f"{n} ($q_{r}$)" for r, n in enumerate(names)],
         col_names=[f"col {c}" for c in range(V.shape[1])], colors=("#666666", style.VALUE_COLOR),
+        inner_names=([f"$k_{c}$" for c in range(V.shape[0])], [f"$v_{c}$" for c in range(V.shape[0])]),
         labels=("weights", "$V$: column =\none entry of\nevery value", "weights @ V:\nrow = a token's\noutput"),
         sum_name=f"{names[i]}'s output, entry {j}")
 

@@ -201,9 +201,8 @@ class ScalingExplorer(CheckedFigure):
             ax_m.axhline(1 / n, color="0.45", lw=1, ls=":", label="_uniform")   # named on the axes, not in the legend
             ax_m.text(0.98, 1 / n, f"uniform row: 1/{n}", transform=ax_m.get_yaxis_transform(), ha="right",
                       va="bottom", fontsize=style.FONT_PT - 1, color="0.35")
-        where = {"loc": "lower right", "bbox_to_anchor": (1.0, 0.3)} if self.metric == "max_weight" else {}
-        ax_m.legend(fontsize=style.FONT_PT - 1, frameon=True, framealpha=0.9, edgecolor="none", handlelength=1.5,
-                    borderaxespad=0.3, **(where or {"loc": "best"}))  # inside, in the gap between the two curves
+        ax_m.legend(fontsize=style.FONT_PT - 1, frameon=False, handlelength=1.5, ncol=2, columnspacing=1.0,
+                    loc="lower left", bbox_to_anchor=(0.0, 1.0), borderaxespad=0.2)  # above the axes: on no curve
         if self.metric == "score_std":
             ax_m.set_yscale("log")
         one = summarize(scores[qi:qi + 1], weights[qi:qi + 1])  # the followed row alone

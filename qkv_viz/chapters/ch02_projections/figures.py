@@ -2,6 +2,7 @@
 
 - ``plot_token_to_qkv``: one token vector x becoming three vectors q, k, v,
   every entry written in its cell.
+- ``plot_qk_plane``: every token's query (an arrow) and key (a dot) in the d_k = 2 plane.
 - ``frame_row_max``: frame each row's largest score on a heatmap.
 - ``asymmetry``: how far W_q W_k^T is from symmetric (a number, for the tests and exercises).
 - ``plot_learning``: the training run: what the verb reads, step by step, and the row of W_q W_k^T it learned.

@@ -164,3 +164,14 @@ def test_the_learned_action_row_pushes_determiner_furthest_below_zero():
     rest = {f: row[features.index(f)] for f in ("thing", "action", "determiner")}
     assert max(rest.values()) < 0 and min(rest, key=rest.get) == "determiner"
     assert (ns["X"][:, features.index("determiner")] == 1).sum() == 2      # "the" and "a"
+
+
+def test_the_robot_mixes_two_rows_and_chased_scores_it_half_as_high(page):
+    """The page: a one-hot row of X selects one row of W; the robot (half animate, half thing)
+    gets half of each row, so its key is half "dog"'s and "chased" scores it half as high."""
+    X, W_q, W_k, i = page["X"], page["W_q"], page["W_k"], page["tokens"].index
+    np.testing.assert_array_equal(X[i("dog")] @ W_q, W_q[0])  # dog is one-hot at animate
+    k_robot = np.array([0.5, 0.5, 0, 0]) @ W_k
+    np.testing.assert_allclose(k_robot, (X[i("dog")] @ W_k + X[i("ball")] @ W_k) / 2)
+    q = X[i("chased")] @ W_q
+    assert q @ k_robot == pytest.approx(q @ (X[i("dog")] @ W_k) / 2)

@@ -222,3 +222,44 @@ def test_layer_3_head_1_shifts_towards_street_more_than_any_head(model, trace):
     assert shift[3, 1] > 2 * np.sort(shift.ravel())[-2]  # far ahead of the next head
     assert control.weights[3, 1, i, street] < control.weights[3, 1, i, animal]  # "street still gets less"
     assert control.weights[5, 11, i, animal] > 0.5  # "the second head keeps most of its weight on animal"
+
+
+def _forward_weights(model, ids):
+    from qkv_viz.bridges.real_forward import embed, encoder_layer
+    c = model.config
+    x, out = embed(model, list(ids)), []
+    for layer in model.layers:
+        x, w = encoder_layer(layer, x, c.n_heads, c.eps, c.act != "gelu")
+        out.append(w)
+    return np.stack(out)
+
+
+def test_shuffled_words_keep_the_position_heads(model, trace):
+    """Shuffled words: layer 0 head 2 "reads only positions"; layer 1 head 8 "keeps its average,
+    but each query's share depends on its word"."""
+    ids = np.array(trace.ids)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        order = np.concatenate([[0], 1 + rng.permutation(len(ids) - 2), [len(ids) - 1]])
+        w = _forward_weights(model, ids[order])
+        assert np.diagonal(w[0, 2], -1).mean() > 0.99
+        assert 0.5 < np.diagonal(w[1, 8], 1).mean() < 0.7
+    on_next = np.diagonal(trace.weights[1, 8], 1)[1:]
+    assert on_next.min() < 0.2 and on_next.max() > 0.9
+
+
+def test_removing_cls_weight_moves_A_more_than_its_length(model, trace):
+    """ "In layers 1 to 4, A moves by more than its length" when [CLS]'s weight is spread over the rest."""
+    from qkv_viz import split_heads
+    c = model.config
+    moved = []
+    for l, layer in enumerate(model.layers):
+        p, x = layer.attn, trace.hidden_states[l]
+        vo = split_heads(x @ p.W_v + p.b_v, c.n_heads) @ p.W_o.reshape(c.n_heads, -1, c.d_model)
+        w = trace.weights[l]
+        w_cut = w.copy()
+        w_cut[..., 0] = 0
+        w_cut /= w_cut.sum(-1, keepdims=True)
+        A, A_cut = ((ww @ vo).sum(0) for ww in (w, w_cut))
+        moved.append((np.linalg.norm(A_cut - A, axis=-1) / np.linalg.norm(A, axis=-1)).mean())
+    assert min(moved[1:5]) > 1 and moved[0] < 1 and moved[5] < 1

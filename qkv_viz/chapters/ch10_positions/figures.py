@@ -26,10 +26,11 @@ def _cosines(P):
 
 def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=None):
     """Left: a few coordinates of the position vectors P (T, d_model), the sine of each pair
-    in ``pairs`` (default: four from fast to slow), as curves against the position, stacked.
+    in ``pairs`` (default: four from fast to slow), as dots at whole positions on the curve
+    sin(m theta_i) (base 10000), stacked.
     Then cos(p_m, p_n) for all m, n; with ``learned`` (T', d) a trained model's position
     table, its cosines beside them, on one colour range fitted to the data. Returns the
-    left panel's lines, then the cosine images."""
+    left panel's dots (one Line2D per pair), then the cosine images."""
     P = as_array("P", P, ndim=2)
     T, d_model = P.shape
     if pairs is None:
@@ -43,12 +44,14 @@ def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=Non
     lines, colours = [], [style.SERIES[j % len(style.SERIES)] for j in (4, 0, 2, 6)]   # no pale yellow
     for row, (i, th) in enumerate(zip(pairs, theta)):
         y0 = 2.6 * (len(pairs) - 1 - row)          # fast pairs on top, each curve in its own band
-        lines.append(axs[0].plot(np.arange(T), P[:, 2 * i] + y0, "-", lw=1.4,
+        fine = np.linspace(0, T - 1, 20 * T)       # the curve sin(m theta_i) between whole positions
+        axs[0].plot(fine, np.sin(fine * th) + y0, "-", lw=0.9, color=colours[row % 4], alpha=0.6)
+        lines.append(axs[0].plot(np.arange(T), P[:, 2 * i] + y0, "o", ms=2.6,
                                  color=colours[row % 4])[0])
         axs[0].text(T * 1.02, y0, f"pair {i}\nθ = {th:.2g}", va="center", ha="left",
                     fontsize=style.MIN_FONT_PT + 1, color=colours[row % 4])
     axs[0].set(xlabel="position m", ylabel="sin $m\\theta_i$ (curves offset)", yticks=[], xlim=(0, T - 1),
-               title=f"$p_m$: the sine of {len(pairs)} pairs")
+               title=f"$p_m$: the sine of {len(pairs)} pairs\n(dots: whole positions m)")
     axs[0].spines["left"].set_visible(False)
     lo = min(float(G.min()) for G in grams)
     titles = ["sinusoids: cos($p_m$, $p_n$)", f"{learned_name}: cos($p_m$, $p_n$)"]

@@ -21,8 +21,8 @@ def rope_weights(X):
 
 
 def test_the_pages_projections_are_the_toys():
-    """The page builds W_q, W_k step by step (word part, position rows, RoPE's place part); the
-    later steps do not change what the earlier cells printed."""
+    """The page builds W_q, W_k in fresh arrays per section (word part; plus position rows for X + P;
+    plus RoPE's place part), so no later cell changes an earlier one's; together they are the toy's."""
     import json
     from pathlib import Path
 
@@ -32,10 +32,15 @@ def test_the_pages_projections_are_the_toys():
         if c["cell_type"] != "code":
             continue
         for line in "".join(c["source"]).splitlines():
-            if line.startswith(("W_q", "W_k", "W_v", "c, s = ")):
+            if line.startswith(("W_q", "W_k", "W_v", "c, s = ", "R1 = ")):
                 exec(line.split("#")[0], ns)
-    for page, ours in zip((ns["W_q"], ns["W_k"], ns["W_v"]), W):
-        np.testing.assert_allclose(page, ours)
+    np.testing.assert_allclose(ns["W_v"], W[2])
+    for j, name in enumerate(("W_q", "W_k")):
+        word, sin, rope = (W[j].copy() for _ in range(3))
+        word[:, :2] = word[4:, 4:] = sin[:, :2] = rope[4:, 4:] = 0
+        np.testing.assert_allclose(ns[name], word)
+        np.testing.assert_allclose(ns[name + "_sin"], sin)
+        np.testing.assert_allclose(ns[name + "_rope"], rope)
     word_only = [w.copy() for w in W[:2]]
     for w in word_only:
         w[:, :2] = 0                                                    # without RoPE's place part

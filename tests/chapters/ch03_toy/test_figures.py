@@ -93,3 +93,24 @@ def test_query_and_keys_labels_each_key_with_its_length_cosine_and_dot_product()
     with pytest.raises(ValueError, match="plane"):
         plot_query_and_keys([1.0, 2.0, 3.0], TOY_K)
     plt.close("all")
+
+
+def test_weights_times_values_labels_the_weights_by_key_and_query_and_reads_at_page_width():
+    """The weights' columns are the keys k_0.., their rows the queries q_0.., V's rows the values v_0..;
+    the rows-times-columns figure drawn on its own has type 1.5 times the body size."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from qkv_viz.chapters.ch03_toy.figures import plot_rows_times_columns, plot_weights_times_values
+    from qkv_viz.viz import style
+    out, weights = qv.scaled_dot_product_attention(TOY_Q, TOY_K, TOY_V)
+    plot_weights_times_values(weights, TOY_V, ["token 0", "token 1", "token 2"])
+    texts = [t.get_text() for t in plt.gca().texts]
+    for name in ("$k_0$", "$k_1$", "$k_2$", "$v_0$", "$v_2$", "token 0 ($q_0$)", "token 2 ($q_2$)"):
+        assert name in texts, (name, texts)
+    arts = plot_rows_times_columns(TOY_Q, TOY_K)
+    assert arts["sum"].get_fontsize() >= 1.5 * style.FONT_PT
+    assert min(t.get_fontsize() for t in plt.gca().texts) >= 1.5 * style.ANNOTATION_PT
+    with pytest.raises(ValueError, match="inner_names"):
+        plot_rows_times_columns(TOY_Q, TOY_K, inner_names=(["a"], ["b"]))
+    plt.close("all")

@@ -180,3 +180,17 @@ def test_the_still_reads_max_weight_against_the_uniform_row():
     assert "uniform row: 1/16" in [t.get_text() for t in curve_ax.texts]
     no_line = scaling_explorer(n=16, d_k=256, scale=False, metric="score_std").still().axes[3]
     assert not [ln for ln in no_line.lines if ln.get_label().startswith("uniform")]   # only for max weight
+
+
+@pytest.mark.parametrize("metric", ["max_weight", "score_std", "grad_norm"])
+def test_the_stills_legend_sits_above_the_curves_not_on_them(metric):
+    from qkv_viz.chapters.ch04_scaling.widget import scaling_explorer
+    fig = scaling_explorer(n=16, d_k=256, scale=False, metric=metric).still()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()                                                  # constrained layout places the legend
+    curve_ax = fig.axes[3]
+    renderer = canvas.get_renderer()
+    legend_box = curve_ax.get_legend().get_window_extent(renderer)
+    axes_box = curve_ax.get_window_extent(renderer)
+    assert legend_box.y0 >= axes_box.y1 - 1                       # wholly above the plotting area

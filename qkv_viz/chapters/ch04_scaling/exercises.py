@@ -1,4 +1,4 @@
-"""Chapter 4 exercises: the gradient that reaches the keys, the Jacobian norm of many rows; two numbers.
+"""Chapter 4 exercises: the gradient that reaches the keys, why not divide by d_k; two numbers.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never
 the answer. Code checkers run the reader's function on fresh random cases (a new
@@ -63,50 +63,88 @@ def check_key_grad(fn, seed=None) -> Feedback:
                                  "scored it, weighted by how much the loss cared about that score.")
 
 
-# ---------------------------------------------------------------- exercise 2: ||J||_F of many rows, no S x S matrix
-def jacobian_norm_cases(n: int = 5, seed=None) -> list:
-    """(weights (T, S),): rows of weights (soft, sharp, near one-hot), T != S."""
+# ---------------------------------------------------------------- exercise 2: why not divide by d_k?
+TABLE_D_KS_EX2 = (4, 64, 1024)   # the widths the success message measures the reader's function at
+
+
+def row_means_cases(n: int = 6, seed=None) -> list:
+    """(q (T, d_k), k (S, d_k), factor): T != S; factors 1, 1/sqrt(d_k), 1/d_k and others."""
     rng = np.random.default_rng(seed)
     cases = []
     for i in range(n):
         T, S = (int(v) for v in rng.choice(np.arange(2, 12), size=2, replace=False))
-        spread = (0.5, 2.0, 6.0, 0.1, 40.0)[i % 5]
-        cases.append((softmax(spread * rng.normal(size=(T, S))),))
+        d_k = int(rng.choice([4, 16, 64, 256]))
+        factor = (1.0, 1 / np.sqrt(d_k), 1 / d_k, 0.5, 3.0, 1 / np.sqrt(d_k))[i % 6]
+        cases.append((rng.normal(size=(T, d_k)), rng.normal(size=(S, d_k)), float(factor)))
     return cases
 
 
-def _jacobian_norms_reference(weights):
-    return np.array([np.linalg.norm(softmax_jacobian(row)) for row in weights])  # (T,): one (S, S) J per row
+def _row_means_from(weights):
+    """(mean max weight, mean ||J||_F) over the rows of weights (T, S)."""
+    J_norm = np.array([np.linalg.norm(softmax_jacobian(row)) for row in weights])   # (T,)
+    return weights.max(axis=1).mean(), J_norm.mean()
 
 
-def _diagnose_jacobian_norms(got, want, case):
-    (weights,) = case
-    if got.shape != want.shape:
-        if got.shape == ():
-            return (f"you returned one number; the answer has one per row of weights: shape {want.shape}. "
-                    "Sum over the keys (axis=-1), not over everything.")
-        if got.shape == weights.shape:
-            return (f"you returned one number per weight, {weights.shape}; the answer has one per row: "
-                    f"{want.shape}. Sum over the keys (axis=-1).")
-        return None
-    if np.isnan(got).any():
-        return ("NaN on a near one-hot row: there the sums cancel, and rounding leaves a tiny negative number "
-                "under the root. Clip it at 0 first: np.sqrt(np.maximum(..., 0)).")
-    if np.allclose(got, want ** 2):
-        return "these are the sums of squares: ||J||_F is their square root."
-    return ("square an entry w_i [i = j] - w_i w_j and add over i and j: you get three sums, each a sum over "
-            "one row of weights (powers 2 and 3 of w, and the square of a sum).")
+def _row_means_reference(q, k, factor):
+    return _row_means_from(softmax(factor * (q @ k.T)))          # (T, d_k) @ (d_k, S) -> (T, S)
 
 
-def check_jacobian_norms(fn, seed=None) -> Feedback:
-    """Exercise 2: ``fn(weights) -> (T,)``, ||diag(w) - w w^T||_F of each row of weights (T, S)."""
-    return check_function(fn, _jacobian_norms_reference, jacobian_norm_cases(seed=seed),
-                          name="your jacobian_norms", diagnose=_diagnose_jacobian_norms, shape_hints=True,
-                          # near one-hot rows the three sums cancel: float32's rounding of w (~1e-7) leaves
-                          # up to ~1e-7 in ||J||^2, so up to ~3e-4 in its root; every named mistake is far off
-                          atol=5e-4,
-                          praise="Your jacobian_norms needs no S x S matrix: for S = 32 keys that is "
-                                 "32 numbers per row instead of 1,024.")
+def _diagnose_row_means(got, want, case):
+    q, k, factor = case
+    scores = factor * (q @ k.T)
+    top, J_mean = (float(np.asarray(x).reshape(-1)[0]) if np.asarray(x).size == 1 else np.nan for x in got)
+    def near(a, b):
+        return np.isfinite(a) and np.isclose(a, b, rtol=1e-4, atol=1e-6)
+    if factor != 1.0 and near(top, _row_means_reference(q, k, 1.0)[0]):
+        return "the factor multiplies the scores before softmax: softmax(factor * (q @ k.T))."
+    if factor != 1.0 and near(top, _row_means_reference(q, k, 1 / factor)[0]):
+        return "multiply the scores by factor; you divided by it."
+    by_column = softmax(scores, axis=0)                          # (T, S): columns sum to 1
+    if near(top, by_column.max(axis=1).mean()) or near(top, by_column.max(axis=0).mean()):
+        return "each query's row must sum to 1: take the softmax along the keys (axis=-1)."
+    w = softmax(scores)
+    if near(top, w.max(axis=0).mean()):
+        return "a row's max weight is the max over the keys (axis=-1); then take the mean over the T rows."
+    J_sq = np.array([(softmax_jacobian(row) ** 2).sum() for row in w])
+    if near(J_mean, J_sq.mean()):
+        return "||J||_F is the square root of the sum of the squared entries: np.linalg.norm(jacobian(row))."
+    if near(top, want[0]):
+        return "the max weight is right; ||J||_F is off: one Jacobian diag(w) - w w^T per row, its norm, the mean."
+    return None
+
+
+def _row_means_table(fn) -> str:
+    """The reader's function at the page's widths on 16 x 16 random rows, for three factors."""
+    from qkv_viz.chapters.feedback import as_array as _read
+    lines = ["Your function on 16 x 16 random rows (max weight | ||J||_F):",
+             "  d_k   factor 1        1/sqrt(d_k)     1/d_k"]
+    for d_k in TABLE_D_KS_EX2:
+        rng = np.random.default_rng(0)
+        q, k = rng.normal(size=(16, d_k)), rng.normal(size=(16, d_k))
+        cells = []
+        for factor in (1.0, 1 / np.sqrt(d_k), 1 / d_k):
+            top, J_mean = (float(_read(x)[0]) for x in fn(q.copy(), k.copy(), float(factor)))
+            cells.append(f"{top:.2f} | {J_mean:.2f}")
+        lines.append(f"  {d_k:4d}  " + "    ".join(f"{c:12s}" for c in cells))
+    lines.append("Which factor keeps both numbers the same at every width? Where do the rows go with 1/d_k "
+                 "(a uniform row of 16 has max weight 1/16 = 0.06)?")
+    return "\n".join(lines)
+
+
+def check_row_means(fn, seed=None) -> Feedback:
+    """Exercise 2: ``fn(q, k, factor) -> (max_weight, J_norm)``, the row means of the max weight and of
+    ||J||_F of softmax(factor * q k^T). When it is right, the message measures it at three widths for the
+    factors 1, 1/sqrt(d_k) and 1/d_k."""
+    fb = check_function(fn, _row_means_reference, row_means_cases(seed=seed), name="your row_means",
+                        diagnose=_diagnose_row_means, returns=("max_weight", "J_norm"), atol=1e-6,
+                        praise="Your row_means agrees on every case.")
+    if not fb.correct:
+        return fb
+    try:
+        table = _row_means_table(fn)
+    except Exception:  # noqa: BLE001 - the cases passed; the table is a bonus
+        return fb
+    return Feedback(True, fb.message + "\n" + table)
 
 
 # ---------------------------------------------------------------- exercises 3 and 4: numbers

@@ -13,13 +13,15 @@ def key_grad(q, k, grad_scores, scale):
     return factor * grad_scores.T @ q                            # (S, T) @ (T, d_k) -> (S, d_k)
 
 
-# 2. ||J||_F^2 = sum_ij (w_i [i = j] - w_i w_j)^2
-#              = sum_i w_i^2 - 2 sum_i w_i^3 + (sum_i w_i^2)^2   (the three terms of the square).
-def jacobian_norms(weights):
-    """weights (T, S), rows summing to 1 -> (T,) Frobenius norms of diag(w) - w w^T."""
-    sq = np.sum(weights ** 2, axis=-1)                           # (T, S) -> (T,)
-    cube = np.sum(weights ** 3, axis=-1)                         # (T, S) -> (T,)
-    return np.sqrt(np.maximum(sq - 2 * cube + sq ** 2, 0))       # (T,); rounding can dip below 0 when one-hot
+# 2. The page's lines, with the factor as an argument. Scaled by 1/sqrt(d_k) both numbers stay put at
+#    every width; by 1/d_k the rows flatten towards uniform (max weight -> 1/S) as d_k grows.
+def row_means(q, k, factor):
+    """q (T, d_k), k (S, d_k), factor -> (mean max weight, mean ||J||_F) over the T rows."""
+    scores = factor * (q @ k.T)                                  # (T, d_k) @ (d_k, S) -> (T, S)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))      # (T, S)
+    w = e / e.sum(axis=-1, keepdims=True)                        # (T, S): rows sum to 1
+    J_norm = [np.linalg.norm(np.diag(row) - np.outer(row, row)) for row in w]   # T norms of (S, S)
+    return w.max(axis=-1).mean(), np.mean(J_norm)
 
 
 # 3. Var(q . k) = d_k Var(q_i) Var(k_i) = 48 * 4 * 1 = 192, so the std is sqrt(192) ~ 13.86.

@@ -42,12 +42,22 @@ def score_grads(weights: np.ndarray, gain: float = GAIN) -> np.ndarray:
     return weights * (d_w - (weights * d_w).sum(-1, keepdims=True))    # (..., T, T): d loss_i / d s_i
 
 
+def adam_step(W: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, t: int, lr: float) -> None:
+    """One Adam step on W, in place, as on the page (torch.optim.Adam's defaults; the tests check it).
+
+    m, v: running means of the gradient g and of g^2; t: the step, from 1 (bias correction).
+    """
+    m.lerp_(g, 0.1)                                                     # m = 0.9 m + 0.1 g
+    v.mul_(0.999).addcmul_(g, g, value=0.001)                           # v = 0.999 v + 0.001 g^2
+    W -= lr / (1 - 0.9 ** t) * m / (v.sqrt() / (1 - 0.999 ** t) ** 0.5 + 1e-8)
+
+
 def train(c: float, lr: float = LR, init: float = 1.0, seed: int = 0, steps: int = STEPS,
           d_model: int = D_MODEL, d_k: int = D_K, n_tokens: int = T, batch: int = BATCH,
           gain: float = GAIN) -> np.ndarray:
     """Train W_q, W_k with Adam; return the accuracy of every step, (steps,).
 
-    Adam is written out as on the page (the same arithmetic as ``torch.optim.Adam`` at its defaults,
+    Adam is ``adam_step``, written out as on the page (the same arithmetic as ``torch.optim.Adam`` at its defaults,
     which the tests check); ``torch.optim`` would import torch's compiler on its first step, which
     takes seconds.
 
@@ -73,12 +83,9 @@ def train(c: float, lr: float = LR, init: float = 1.0, seed: int = 0, steps: int
         weights = torch.softmax(scores, dim=-1)                         # (B, T, T)
         loss = F.cross_entropy(gain * weights.reshape(-1, n_tokens), targets)
         grads = torch.autograd.grad(loss, [W_q, W_k])
-        with torch.no_grad():                                           # Adam with torch.optim.Adam's defaults
-            t = step + 1
+        with torch.no_grad():
             for W, g, m_W, v_W in zip([W_q, W_k], grads, m, v):
-                m_W.lerp_(g, 0.1)
-                v_W.mul_(0.999).addcmul_(g, g, value=0.001)
-                W -= lr / (1 - 0.9 ** t) * m_W / (v_W.sqrt() / (1 - 0.999 ** t) ** 0.5 + 1e-8)
+                adam_step(W, g, m_W, v_W, t=step + 1, lr=lr)
         acc.append((weights.argmax(-1).reshape(-1) == targets).float().mean().item())
     return np.array(acc)
 

@@ -201,3 +201,18 @@ def test_the_written_out_adam_is_torch_adam():
             opt.step()
             acc.append((w.argmax(-1).reshape(-1) == torch.arange(16).repeat(8)).float().mean().item())
         np.testing.assert_array_equal(toy.train(c, lr=lr, init=init, steps=30, seed=3), acc)
+
+
+def test_adam_step_is_torch_adam_on_any_gradients():
+    """The page's adam_step, on gradients of very different sizes, moves W exactly as torch.optim.Adam."""
+    gen = torch.Generator().manual_seed(7)
+    W = torch.randn(5, 3, generator=gen)
+    W_torch = W.clone().requires_grad_()
+    opt = torch.optim.Adam([W_torch], lr=1e-2)
+    m, v = torch.zeros_like(W), torch.zeros_like(W)
+    for t in range(1, 8):
+        g = torch.randn(5, 3, generator=gen) * 10.0 ** torch.randint(-3, 4, (5, 3), generator=gen)
+        toy.adam_step(W, g, m, v, t=t, lr=1e-2)
+        W_torch.grad = g.clone()
+        opt.step()
+        torch.testing.assert_close(W, W_torch.detach(), rtol=1e-6, atol=1e-7)

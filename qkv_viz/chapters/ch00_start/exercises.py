@@ -53,9 +53,9 @@ def check_water_query(guess, W_q_no_money) -> Feedback:
     if W[NOUN, MONEY] != 0:
         return Feedback(False, f"The noun row is {W[NOUN].tolist()}: its second column asks for money. "
                                "A noun that does not ask for money leaves that column 0.")
-    if W[NOUN, WATER] <= 0:
-        return Feedback(False, f"The noun row is {W[NOUN].tolist()}: with a water column <= 0 it asks for no "
-                               "water at all (or avoids it). Keep it positive, as on the page.")
+    if W[NOUN, WATER] != PAGE_W_Q[NOUN, WATER]:
+        return Feedback(False, f"The noun row is {W[NOUN].tolist()}: keep its water column 2, as on the page "
+                               "(the task asks for the row (2, 0, 1)); change only the money column.")
     if W[NOUN, NOUN] != 1:
         return Feedback(False, f"The noun row is {W[NOUN].tolist()}: keep its last column 1, as on the page "
                                "(a noun still asks for a noun); change only the money column.")

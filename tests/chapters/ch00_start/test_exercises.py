@@ -18,7 +18,8 @@ def test_the_solution_passes_and_the_placeholder_waits():
 @pytest.mark.parametrize("W, words", [
     (np.array([[0, 0, 1], [0, 0, 1], [2, 2, 1]]), "asks for money"),
     (np.ones((3, 3)), "Change only the last row"),
-    (np.array([[0, 0, 1], [0, 0, 1], [-1, 0, 1]]), "no water"),
+    (np.array([[0, 0, 1], [0, 0, 1], [-1, 0, 1]]), "keep its water column 2"),
+    (np.array([[0, 0, 1], [0, 0, 1], [5, 0, 1]]), "keep its water column 2"),
     (np.array([[0, 0, 1], [0, 0, 1], [2, 0, 0]]), "keep its last column 1"),
     (np.zeros((3, 2)), "(3, 3)"),
     (np.array([[0, 0, 1], [0, 0, 1], [np.nan, 0, 1]]), "NaN"),
@@ -52,7 +53,7 @@ def test_what_happened():
     assert w.argmax() == b
     assert ch00.RATES[int(np.argsort(w)[-2])] == "rates"
     assert out[1] > out[0]
-    assert ch00.check_water_query(sol.GUESS, np.array([[0, 0, 1], [0, 0, 1], [5, 0, 1]]))  # any positive water column
+    assert not ch00.check_water_query(sol.GUESS, np.array([[0, 0, 1], [0, 0, 1], [5, 0, 1]]))  # only (2, 0, 1)
 
 
 def test_a_guess_is_read_whatever_its_case_and_quotes():

@@ -8,7 +8,8 @@ import numpy as np
 HATCH = "////"
 PAD_HATCH = "\\\\\\\\"                  # padding: the other diagonal
 CLICK_HATCH = "----"                  # the explorer's cells hidden by hand
-HATCH_COLOR = "0.75"                  # masks.js draws the same grey (#bfbfbf) over the weight-0 colour
+HATCH_COLOR = "white"                 # light and thick, to stand out on the dark weight-0 colour
+HATCH_LW = 1.6                        # (the live explorer, masks.js, draws its own grey hatches)
 
 
 def hatch_masked(ax, mask, hatch=HATCH):
@@ -30,8 +31,23 @@ def hatch_masked(ax, mask, hatch=HATCH):
         if 0 <= y < T and 0 <= x < S and not mask[y, x]:
             text.remove()
     return [ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=hatch,
-                                       edgecolor=HATCH_COLOR, lw=0))
+                                       edgecolor=HATCH_COLOR, lw=0, hatch_linewidth=HATCH_LW))
             for i, j in np.argwhere(~mask)]
+
+
+def mask_legend(fig, kinds=("causal", "padding", "both")):
+    """A legend on ``fig`` with one hatched swatch per kind of hidden cell ("causal", "padding",
+    "both"), on the weight-0 colour as in the heatmaps. Returns the legend."""
+    from matplotlib.patches import Patch
+
+    from qkv_viz.viz import style
+
+    zero = plt.get_cmap(style.WEIGHTS_CMAP)(0.0)
+    pattern = {"causal": HATCH, "padding": PAD_HATCH, "both": HATCH + PAD_HATCH}
+    handles = [Patch(facecolor=zero, edgecolor=HATCH_COLOR, hatch=pattern[k], hatch_linewidth=HATCH_LW,
+                     label=f"hidden by {k}") for k in kinds]
+    return fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), handleheight=1.6,
+                      handlelength=2.2, frameon=False)
 
 
 # (x, y, label, facecolor key) of each block in the encoder-decoder sketch; x, y = lower-left corner

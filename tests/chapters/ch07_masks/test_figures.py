@@ -86,3 +86,14 @@ def test_the_static_explorer_hatches_each_reason_its_own_way():
     np.testing.assert_array_equal(~m1, ~causal_mask(3))                                 # causal
     np.testing.assert_array_equal(~m2, np.broadcast_to([False, False, True], (3, 3)))    # padding: key 2
     np.testing.assert_array_equal(np.argwhere(~m3), [[1, 0], [2, 1]])                   # clicked, no other reason
+
+
+def test_mask_legend_has_one_hatched_swatch_per_reason_in_the_heatmaps_patterns():
+    from qkv_viz.chapters.ch07_masks.figures import HATCH, PAD_HATCH, mask_legend
+    fig = plt.figure()
+    legend = mask_legend(fig)
+    handles = legend.legend_handles
+    assert [t.get_text() for t in legend.get_texts()] == ["hidden by causal", "hidden by padding", "hidden by both"]
+    assert [h.get_hatch() for h in handles] == [HATCH, PAD_HATCH, HATCH + PAD_HATCH]
+    assert [t.get_text() for t in mask_legend(plt.figure(), ["padding"]).get_texts()] == ["hidden by padding"]
+    plt.close("all")

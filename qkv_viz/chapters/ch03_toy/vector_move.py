@@ -168,7 +168,7 @@ class VectorMoveFigure(CheckedFigure):
                            color="#555", fontsize=style.MIN_FONT_PT + 1)
         at = np.zeros(2)
         for j, v in enumerate(V):
-            right.arrow(0, 0, *v, color=SHARE_COLOURS[j % 3], width=0.004, ls="--", **small)
+            right.arrow(0, 0, *v, color=SHARE_COLOURS[j % 3], width=0.004, ls="--", alpha=0.55, **small)
             right.annotate(f"v{j}", v, xytext=(4, 4), textcoords="offset points", color=SHARE_TEXT[j % 3],
                            fontweight="bold")
             step = weights[j] * v  # (2,): this value's share of the output
@@ -204,8 +204,9 @@ class VectorMoveFigure(CheckedFigure):
             start += w
         bar.set(xlim=(0, 1), ylim=(-0.4, 0.4), yticks=[], xticks=[])
         bar.set_xlabel("the weights: each value's share of the output", fontsize=style.FONT_PT, loc="left")
-        fig.suptitle("live: drag q, untick the factor", fontsize=style.FONT_PT - 1, color="#666", x=0.99,
-                     ha="right")
+        factor = f"scores divided by \u221a{self.d_k}" if self.scale else "scores not scaled"
+        fig.suptitle(f"still picture, {factor} (a running notebook lets you drag q)", fontsize=style.FONT_PT - 1,
+                     color="#666", x=0.99, ha="right")
         return fig
 
     def static_png(self) -> bytes:

@@ -1,4 +1,4 @@
-"""Chapter 1 exercises: code the page has not written, then a question on the page's library.
+"""Chapter 1 exercises: code the page has not written, on batches, masks and the temperature dial.
 
 Every checker takes the reader's answer; ``None`` (or a stub that raises
 ``NotImplementedError``) means "no answer yet" and is never reported as an
@@ -10,17 +10,17 @@ error. Wrong answers get a hint, never the answer. Worked solutions are in
    values (B, S, d_v) -> output (B, T, d_v), weights (B, T, S), with T != S.
 2. ``check_lookup_available(fn)``: ``fn(query, keys, values, available, temperature) -> (output, weights)``:
    a soft lookup in which the books with ``available == False`` get weight exactly 0 (a mask).
-3. ``check_longer_query_temperature(answer, w_3)``: the temperature at which the tripled query
-   ``3 * DEMO_QUERY`` against every key halved gives back the demo query's weights at temperature 1,
-   and ``w_3`` (5,), those weights as the reader computed them at that temperature.
+3. ``check_peak_temperature(fn)``: ``fn(dots, j) -> tau``, the temperature at which book ``j``'s weight
+   ``softmax(dots / tau)[j]`` is largest, within 0.1 % (the page's grid of 200 temperatures is too coarse).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.chapters.ch01_library.library import Library, demo_library, soft_lookup
+from qkv_viz.chapters.ch01_library.library import demo_library
 from qkv_viz.chapters.ch01_library.library import DEMO_QUERY
-from qkv_viz.chapters.feedback import Feedback, as_array, check_function, no_answer
+from qkv_viz.chapters.feedback import (NOT_IMPLEMENTED, RETURNS_NONE, TIME_LIMIT, Feedback, TimeLimitExceeded,
+                                      as_array, check_function, no_answer, time_limit)
 from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.softmax import softmax
 
@@ -183,53 +183,91 @@ def check_lookup_available(fn, seed=None) -> Feedback:
                                  "a token from reading the future.")
 
 
-# ---------------------------------------------------------------- exercise 3: longer queries, shorter keys
-def _w3_diagnosis(w, t, lib):
-    """Why ``w`` (5,) is not the weights of 3 * query against keys / 2 at temperature ``t``."""
-    q, keys = DEMO_QUERY, lib.keys
-    if not np.isclose(w.sum(), 1, atol=1e-6):
-        return f"w_3 sums to {w.sum():.3f}, not 1: take the softmax of the scores."
-    for wrong, why in ((softmax(keys @ (3 * q) / t), "uses the page's keys: halve them, keys / 2"),
-                       (softmax((keys / 2) @ q / t), "uses the page's query: triple it, 3 * query"),
-                       (softmax((keys / 2) @ (3 * q)), "is at temperature 1: divide the scores by answer_3"),
-                       (softmax((keys / 2) @ (3 * q) * t), "multiplies the scores by answer_3: divide them")):
-        if np.allclose(w, wrong, atol=1e-6):
-            return f"w_3 {why}."
-    return ("w_3 is not the softmax of (3 * query) . (k_j / 2) / answer_3 over the five books "
-            "(one score per book, in the order of the page's keys).")
+# ---------------------------------------------------------------- exercise 3: where a middle book peaks
+PEAK_RTOL = 1e-3  # the reader's temperature must be within 0.1 % of the peak's
+PAGE_GRID_STEP = 100 ** (2 / 199) - 1  # neighbouring temperatures of the page's np.geomspace(0.01, 100, 200)
 
 
-def check_longer_query_temperature(answer, w_3=None) -> Feedback:
-    """Which temperature makes ``3 * DEMO_QUERY`` against every key halved give the weights
-    ``DEMO_QUERY`` has against the page's keys at temperature 1? ``w_3`` (5,): the reader's own
-    computation of those weights at that temperature, compared first with what it should be."""
-    if answer is None or w_3 is None:
-        return no_answer()
+def _weight(dots, j, tau):
+    return float(softmax(np.asarray(dots, dtype=float) / tau)[j])
+
+
+def reference_peak_temperature(dots, j):
+    """The temperature at which ``softmax(dots / tau)[j]`` is largest. d log w_j / d tau = (sum_i w_i d_i - d_j) / tau^2,
+    and the weighted mean falls from max(dots) to mean(dots) as tau grows: bisect (in log tau) where it meets d_j."""
+    dots = np.asarray(dots, dtype=float)
+    lo, hi = np.log(1e-3), np.log(1e3)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        w = softmax(dots / np.exp(mid))
+        lo, hi = (mid, hi) if w @ dots > dots[j] else (lo, mid)
+    return float(np.exp((lo + hi) / 2))
+
+
+def peak_cases(seed=None):
+    """(dots (S,), j): the page's dot products with Robot Chefs, then random books whose weight rises, then falls,
+    peaking inside [0.01, 100]."""
     lib = demo_library()
-    target = soft_lookup(DEMO_QUERY, lib, 1.0)[1]
-    try:
-        t = float(answer)
-    except (TypeError, ValueError):
-        return Feedback(False, "answer_3: give one number (a temperature > 0).")
-    if not np.isfinite(t) or t <= 0:
-        return Feedback(False, "answer_3: a temperature must be a positive number.")
-    try:
-        w = as_array(w_3)[0]
-    except Exception as exc:  # noqa: BLE001
-        return Feedback(False, f"w_3 should be an array of numbers: {exc}")
-    if w.ndim == 2 and 1 in w.shape:  # a (1, 5) or (5, 1) row of the right numbers is fine
-        w = w.ravel()
-    if w.shape != (lib.n_books,):
-        return Feedback(False, f"w_3 should hold one weight per book, shape ({lib.n_books},); got {w.shape}.")
-    halved = Library(lib.titles, lib.keys / 2, lib.values)
-    got = soft_lookup(3 * DEMO_QUERY, halved, t)[1]
-    if not np.allclose(w, got, atol=1e-6):
-        return Feedback(False, _w3_diagnosis(w, t, lib))
-    if np.allclose(got, target, atol=1e-4):
-        return Feedback(True, "Your w_3 equals the page's weights. Every score is (3q) . (k / 2) = 1.5 (q . k); "
-                              "dividing by 1.5 undoes it. The lengths of queries and keys turn the same dial as "
-                              "the temperature.")
-    direction = "sharper" if got.max() > target.max() else "flatter"
-    return Feedback(False, f"Your w_3 is computed right, but at that temperature it is {direction} than the page's "
-                           f"weights (top weight {got.max():.3f} vs {target.max():.3f}). "
-                           "Hint: what do the two changes do, together, to each dot product q . k?")
+    cases = [(lib.keys @ DEMO_QUERY, lib.titles.index("Robot Chefs"))]
+    rng = np.random.default_rng(seed)
+    while len(cases) < 4:
+        dots = rng.normal(scale=2.0, size=int(rng.integers(3, 8)))
+        j = int(np.argsort(dots)[-2])  # the runner-up
+        if dots[j] > dots.mean() + 0.2 and dots.max() > dots[j] + 0.2 and 0.02 < reference_peak_temperature(dots, j) < 50:
+            cases.append((dots, j))
+    return cases
+
+
+def check_peak_temperature(fn, seed=None) -> Feedback:
+    """``fn(dots, j)`` -> the temperature in [0.01, 100] at which book ``j``'s weight ``softmax(dots / tau)[j]`` is
+    largest, within 0.1 %: on the page's Robot Chefs, then on random runner-up books."""
+    if fn is None:
+        return no_answer()
+    if not callable(fn):
+        return Feedback(False, f"peak_temperature should be a function (def ...), got {type(fn).__name__}.")
+    cases = peak_cases(seed)
+    found = []
+    for i, (dots, j) in enumerate(cases):
+        where = "the page's dots, j = robot" if i == 0 else f"case {i + 1} of {len(cases)} (dots {np.round(dots, 2).tolist()}, j = {j})"
+        try:
+            with time_limit(TIME_LIMIT):
+                got = fn(dots.copy(), j)
+        except TimeLimitExceeded:
+            return Feedback(False, f"On {where}, peak_temperature was still running after {TIME_LIMIT:g} s and was "
+                                   "stopped. A grid of a million temperatures or fifty bisection steps is plenty.")
+        except NotImplementedError:
+            return Feedback(False, NOT_IMPLEMENTED, pending=True)
+        except Exception as exc:  # noqa: BLE001 - the reader's code: any error is feedback
+            return Feedback(False, f"On {where}, peak_temperature raised {type(exc).__name__}: {exc}")
+        if got is None:
+            return Feedback(False, RETURNS_NONE if i == 0 else f"On {where}, peak_temperature returned None.",
+                            pending=i == 0)
+        try:
+            a = as_array(got)[0].astype(float)
+        except Exception as exc:  # noqa: BLE001
+            return Feedback(False, f"On {where}, peak_temperature should return one number: {exc}")
+        if a.size != 1:
+            return Feedback(False, f"On {where}, peak_temperature returned shape {a.shape}: return one number, "
+                                   "the temperature (for a grid, the entry at the argmax).")
+        t, want = float(a.ravel()[0]), reference_peak_temperature(dots, j)
+        if not np.isfinite(t) or t <= 0:
+            return Feedback(False, f"On {where}, peak_temperature returned {t}: a temperature is a positive number.")
+        if abs(t - want) <= PEAK_RTOL * want:
+            found.append(t)
+            continue
+        top = _weight(dots, j, want)
+        if abs(t - top) <= 1e-3 * top:
+            return Feedback(False, f"On {where}, you returned {t:.4f}, the largest weight itself: return the "
+                                   "temperature at which it occurs.")
+        if abs(np.log(t / want)) <= 1.5 * np.log1p(PAGE_GRID_STEP):
+            return Feedback(False, f"On {where}, {t:.4g} is close but not within 0.1 % of the peak: a grid as "
+                                   f"coarse as the page's (neighbours {100 * PAGE_GRID_STEP:.1f} % apart) is not "
+                                   "fine enough. Use many more temperatures, or bisect.")
+        side = "higher" if t < want else "lower"
+        return Feedback(False, f"On {where}, at tau = {t:.4g} book j's weight is {_weight(dots, j, t):.4f}, but "
+                               f"it is larger at a {side} temperature. Is it softmax(dots / tau)[j] you maximise, "
+                               "over temperatures from 0.01 to 100?")
+    return Feedback(True, f"Robot Chefs peaks at tau = {found[0]:.3f}, with weight {_weight(*cases[0], found[0]):.3f}; "
+                          "the random runners-up agree too. At the peak, book j's dot product equals the weighted "
+                          "mean of all of them, sum_i w_i d_i: while d_j is below that mean, warming gives book j "
+                          "weight; once it is above, warming takes weight away.")

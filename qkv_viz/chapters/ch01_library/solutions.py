@@ -31,12 +31,11 @@ def lookup_available(query, keys, values, available, temperature):
     return weights @ values, weights                       # (S,) @ (S, d_v) -> (d_v,)
 
 
-# Exercise 3: (3q) . (k / 2) = 1.5 (q . k), and softmax((1.5 s) / 1.5) = softmax(s): temperature 1.5 undoes it.
-LONGER_QUERY_TEMPERATURE = 1.5
-
-
-def longer_query_weights(query, keys, temperature=LONGER_QUERY_TEMPERATURE):
-    """Exercise 3's code half, ``w_3``: the weights of 3 * query against keys / 2 at ``temperature``, (S,)."""
-    scores = (keys / 2) @ (3 * query) / temperature        # (S, d_k) @ (d_k,) -> (S,)
-    e = np.exp(scores - scores.max())
-    return e / e.sum()
+# Exercise 3: a grid of temperatures much finer than the page's, then the argmax of book j's column.
+def peak_temperature(dots, j):
+    """dots (S,): the dot products q . k_j; j: a book -> the temperature in [0.01, 100] where its weight peaks."""
+    taus = np.geomspace(0.01, 100, 100_001)[:, None]         # (100001, 1): neighbours 0.01 % apart
+    scores = np.asarray(dots) / taus                         # (S,) / (100001, 1) -> (100001, S)
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    w = e / e.sum(axis=1, keepdims=True)                     # row i = the weights at taus[i]
+    return float(taus[np.argmax(w[:, j]), 0])

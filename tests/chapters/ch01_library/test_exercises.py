@@ -16,9 +16,7 @@ def stub(*args):
 CHECKS = [  # (checker, solution)
     (ch01.check_lookup_many, solutions.lookup_many),
     (ch01.check_lookup_available, solutions.lookup_available),
-    (lambda answer: ch01.check_longer_query_temperature(
-        answer, None if answer is None else solutions.longer_query_weights(DEMO_QUERY, demo_library().keys, answer)),
-     solutions.LONGER_QUERY_TEMPERATURE),
+    (ch01.check_peak_temperature, solutions.peak_temperature),
 ]
 
 
@@ -29,7 +27,8 @@ def test_every_solution_passes_its_checker(check, solution):
 
 
 @pytest.mark.parametrize("check, placeholder", [(c, None) for c, _ in CHECKS]
-                         + [(ch01.check_lookup_many, stub), (ch01.check_lookup_available, stub)])
+                         + [(ch01.check_lookup_many, stub), (ch01.check_lookup_available, stub),
+                            (ch01.check_peak_temperature, stub)])
 def test_placeholders_are_no_answer_yet_not_errors(check, placeholder):
     fb = check(placeholder)
     assert not fb and fb.pending
@@ -130,27 +129,31 @@ def test_available_cases_mask_something_keep_something_and_have_a_huge_score():
     assert (k[~a] @ q).max() / t > 709  # a masked book that would overflow a naive exp
 
 
-def test_conceptual_answers_refuse_wrong_numbers_without_giving_the_answer():
-    for wrong in (1.0, 2.0, 0.5, 3.0, 6.0, -2.0, "two"):  # 2, 3, 0.5: doubling, or one change alone
-        w_3 = solutions.longer_query_weights(DEMO_QUERY, demo_library().keys, wrong) if _positive(wrong) else np.ones(5) / 5
-        fb = ch01.check_longer_query_temperature(wrong, w_3)
-        assert not fb and not fb.pending
-    msg = ch01.check_longer_query_temperature(1.0, solutions.longer_query_weights(DEMO_QUERY, demo_library().keys, 1.0)).message
-    assert "1.5" not in msg and "divid" not in msg and "computed right" in msg
+def test_peak_temperature_agrees_with_the_pages_printed_peak_and_a_fine_grid():
+    """The page prints Robot Chefs' peak on its 200-point grid as tau = 1.3; the reference is within one grid step of it,
+    and at the reference no temperature of a fine grid gives Robot Chefs more weight."""
+    lib = demo_library()
+    dots, robot = lib.keys @ DEMO_QUERY, lib.titles.index("Robot Chefs")
+    t = ch01.reference_peak_temperature(dots, robot)
+    grid = np.geomspace(0.01, 100, 200)
+    coarse = grid[softmax(dots / grid[:, None])[:, robot].argmax()]
+    assert round(coarse, 1) == 1.3 and abs(np.log(t / coarse)) < np.log1p(ch01.PAGE_GRID_STEP)
+    fine = np.geomspace(0.01, 100, 200_001)
+    assert softmax(dots / fine[:, None])[:, robot].max() <= softmax(dots / t)[robot] + 1e-12
+    for d, j in ch01.peak_cases(seed=3):
+        assert abs(solutions.peak_temperature(d, j) / ch01.reference_peak_temperature(d, j) - 1) < ch01.PEAK_RTOL
 
 
-def _positive(x):
-    return isinstance(x, float) and x > 0
-
-
-def test_exercise_3_names_what_is_wrong_with_w_3():
-    """The code half: w_3 computed with the page's keys, the page's query, no temperature, or not a softmax."""
-    keys, q, t = demo_library().keys, DEMO_QUERY, solutions.LONGER_QUERY_TEMPERATURE
-    cases = [(softmax(keys @ (3 * q) / t), "halve them"), (softmax((keys / 2) @ q / t), "triple it"),
-             (softmax((keys / 2) @ (3 * q)), "divide the scores"), (np.exp((keys / 2) @ (3 * q) / t), "sums to"),
-             (np.ones(3) / 3, "shape (5,)"), (softmax(keys @ q)[::-1], "not the softmax")]
-    for w_3, words in cases:
-        fb = ch01.check_longer_query_temperature(t, w_3)
-        assert not fb and not fb.pending and words in fb.message, fb.message
-    assert ch01.check_longer_query_temperature(t, None).pending and ch01.check_longer_query_temperature(None, np.ones(5)).pending
-    assert ch01.check_longer_query_temperature(t, solutions.longer_query_weights(q, keys)[None, :])  # a (1, 5) row is fine
+@pytest.mark.parametrize("answer, words", [
+    (lambda d, j: round(solutions.peak_temperature(d, j), 1), "not within 0.1 %"),
+    (lambda d, j: 0.5, "larger at a higher temperature"),
+    (lambda d, j: 5.0, "larger at a lower temperature"),
+    (lambda d, j: softmax(d / solutions.peak_temperature(d, j))[j], "the largest weight itself"),
+    (lambda d, j: np.geomspace(0.01, 100, 200), "return one number"),
+    (lambda d, j: -1.0, "positive number"),
+    (lambda d, j: 1 / 0, "ZeroDivisionError"),
+])
+def test_peak_temperature_mistakes_are_named_without_the_answer(answer, words):
+    fb = ch01.check_peak_temperature(answer, seed=0)
+    assert not fb and not fb.pending and words in fb.message, fb.message
+    assert "1.309" not in fb.message

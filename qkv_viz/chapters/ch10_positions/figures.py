@@ -50,7 +50,7 @@ def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=Non
                                  color=colours[row % 4])[0])
         axs[0].text(T * 1.02, y0, f"pair {i}\nθ = {th:.2g}", va="center", ha="left",
                     fontsize=style.MIN_FONT_PT + 1, color=colours[row % 4])
-    axs[0].set(xlabel="position m", ylabel="sin $m\\theta_i$ (curves offset)", yticks=[], xlim=(0, T - 1),
+    axs[0].set(xlabel="position m", ylabel="sin $m\\theta_i$ (each curve ±1, stacked)", yticks=[], xlim=(0, T - 1),
                title=f"$p_m$: the sine of {len(pairs)} pairs\n(dots: whole positions m)")
     axs[0].spines["left"].set_visible(False)
     lo = min(float(G.min()) for G in grams)
@@ -59,7 +59,7 @@ def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=Non
     for ax, G, title in zip(axs[1:], grams, titles):
         ims.append(ax.imshow(G, cmap=style.WEIGHTS_CMAP, vmin=lo, vmax=1, aspect="auto", interpolation="nearest"))
         ax.set(xlabel="position n", ylabel="position m", title=title)
-    axs[-1].figure.colorbar(ims[-1], ax=list(axs[1:]), fraction=0.05, pad=0.03, label="cosine")
+    axs[-1].figure.colorbar(ims[-1], ax=list(axs[1:]), fraction=0.05, pad=0.03, label="cosine (both maps)" if grams[1:] else "cosine")
     return lines + ims
 
 

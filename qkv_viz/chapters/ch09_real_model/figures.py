@@ -10,7 +10,8 @@ from qkv_viz.viz import style
 
 def value_side_figure(norm_special, norm_other, weight_share, moved_share, special="[CLS]"):
     """Two panels per layer: (left) mean ||v W_o|| of the token ``special`` vs the other
-    tokens; (right) share of the attention weight on it vs its share of what is moved.
+    tokens; (right) share of the attention weight on it vs its share of weight x value length
+    (a sum of lengths, not the output's length: vectors can cancel).
 
     The four arrays are (L,). Returns the figure (closed, for display).
     """
@@ -24,11 +25,11 @@ def value_side_figure(norm_special, norm_other, weight_share, moved_share, speci
     layers, width = np.arange(L), 0.38
     fig, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.36), layout="constrained")
     # left: two groups of tokens (neutral series colours); right: weights come from q . k (key
-    # colour), what is moved comes from the values (value colour)
+    # colour), the value length comes from the values (value colour)
     pairs = [(arrays[0], arrays[1], special, "other tokens", "mean ‖v W_o‖ per head",
               "how much a token can move the output", (style.SERIES[0], style.SERIES[1])),
-             (arrays[2], arrays[3], "share of the weight", "share of what is moved", f"share on {special}",
-              "weight parked vs output delivered", (style.KEY_COLOR, style.VALUE_COLOR))]
+             (arrays[2], arrays[3], "share of the weight", "share of weight × value length", f"share on {special}",
+              "weight vs weight × value length", (style.KEY_COLOR, style.VALUE_COLOR))]
     for ax, (a, b, la, lb, ylabel, title, (ca, cb)) in zip(axes, pairs):
         ax.bar(layers - width / 2, a, width, color=ca, label=la)
         ax.bar(layers + width / 2, b, width, color=cb, label=lb)

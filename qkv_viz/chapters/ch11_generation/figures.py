@@ -9,8 +9,10 @@ from qkv_viz.viz import style
 
 
 def plot_step_costs(steps, costs, title: str = "", ax=None):
-    """The counted FLOPs of each generation step, one line per way of computing it, on a
-    logarithmic y-axis, so the cached line's growth shows beside curves 1,000 times higher.
+    """The counted FLOPs of each generation step, one line per way of computing it, on log-log
+    axes against the prefix length t + 1, so a cost growing like t has slope 1 and one growing
+    like t**2 slope 2. Each line is labelled at its right end with its slope there, computed
+    from the last two counts.
 
     ``steps`` (T,) the token positions t, ``costs`` a dict {label: (T,) FLOPs}, in the order drawn
     (the first is the cached one). Returns the ``Line2D`` artists, one per entry of ``costs``.
@@ -20,17 +22,25 @@ def plot_step_costs(steps, costs, title: str = "", ax=None):
         raise ValueError(f"costs must map labels to arrays of shape {steps.shape} (one FLOP count per step), "
                          f"got shapes {[np.shape(ys) for ys in costs.values()]}")
     if any(np.min(ys) <= 0 for ys in costs.values()):
-        raise ValueError("costs must be positive FLOP counts (the y-axis is logarithmic)")
+        raise ValueError("costs must be positive FLOP counts (the axes are logarithmic)")
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.8, 0.5), layout="constrained")
     colors = (style.SCALED_COLOR, style.CONTROL_COLOR, style.UNSCALED_COLOR, *style.SERIES)
-    lines = [ax.plot(steps, ys, color=color, label=label)[0]
+    x = steps + 1                                        # the prefix length: keys the step's query meets
+    lines = [ax.plot(x, ys, color=color, label=label)[0]
              for (label, ys), color in zip(costs.items(), colors)]
+    for line, ys in zip(lines, costs.values()):
+        ys = np.asarray(ys, dtype=float)
+        slope = np.log(ys[-1] / ys[-2]) / np.log(x[-1] / x[-2]) if len(x) > 1 else 0.0   # d log y / d log x
+        ax.annotate(f"slope {slope:.1f}", (x[-1], ys[-1]), xytext=(-4, 4), textcoords="offset points",
+                    ha="right", va="bottom", color=line.get_color(), fontsize=max(style.MIN_FONT_PT, 10))
+    ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_ylim(top=4 * max(np.max(ys) for ys in costs.values()))   # room for the top line's label
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e6:,.4g}M"))
-    ax.set(xlabel="token t (step)", ylabel="FLOPs of the step (log scale)", title=title)
-    ax.grid(True, which="major", axis="y", alpha=0.3)
-    ax.legend(loc="center right", bbox_to_anchor=(1, 0.44))   # in the gap between the cached line and the others
+    ax.set(xlabel="prefix length t + 1 (log scale)", ylabel="FLOPs of the step (log scale)", title=title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper left")                          # above the lines' common start
     return lines
 
 

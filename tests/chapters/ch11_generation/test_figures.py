@@ -11,7 +11,8 @@ from qkv_viz.core.kv_cache import step_flops  # noqa: E402
 
 def test_lines_are_the_counted_flops():
     """The chapter passes its counted FLOPs (cached, recompute K and V, rerun the prefix); the figure
-    draws exactly those, on a log y-axis, one legend entry each; the cached count is core's step_flops."""
+    draws exactly those against the prefix length t + 1 on log-log axes, one legend entry each, each
+    line labelled with its slope at the right end (rerun steeper than recompute); the cached count is core's step_flops."""
     t = np.arange(50)
     cached = [step_flops(64, 4, int(s)) for s in t]
     recompute = [c + int(s) * 4 * 64 * 64 for c, s in zip(cached, t)]
@@ -19,10 +20,15 @@ def test_lines_are_the_counted_flops():
     fig, ax = plt.subplots()
     lines = plot_step_costs(t, {"cached": cached, "recompute": recompute, "rerun": rerun}, title="x", ax=ax)
     assert len(lines) == 3
-    np.testing.assert_array_equal(lines[0].get_xdata(), t)
+    np.testing.assert_array_equal(lines[0].get_xdata(), t + 1)
     for line, ys in zip(lines, (cached, recompute, rerun)):
         assert list(line.get_ydata()) == ys
-    assert ax.get_yscale() == "log" and len(ax.get_legend().get_texts()) == 3
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "log" and len(ax.get_legend().get_texts()) == 3
+    slopes = [float(a.get_text().removeprefix("slope ")) for a in ax.texts]
+    x = t + 1
+    expected = [np.log(ys[-1] / ys[-2]) / np.log(x[-1] / x[-2]) for ys in (cached, recompute, rerun)]
+    np.testing.assert_allclose(slopes, expected, atol=0.051)
+    assert slopes[1] < slopes[2]
     assert recompute[-1] < rerun[-1] and recompute[-1] - recompute[-2] == (64 + 1) * (cached[-1] - cached[-2])  # 4d(d+1) vs 4d
     plt.close(fig)
     import pytest

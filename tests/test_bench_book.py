@@ -103,7 +103,7 @@ def test_the_longest_notebooks_start_first(tmp_path, monkeypatch):
         paths.append(str(path))
     assert [runner.last_seconds(p) for p in paths] == [0.5, 9.0, 3.0]
     started = []
-    monkeypatch.setattr(runner, "run_in_own_process", lambda path, write=True: started.append(path) or 1.0)
+    monkeypatch.setattr(runner, "run", lambda path, write=True: started.append(path) or 1.0)
     seconds, _ = runner.run_all(paths, jobs=2, write=False, report=lambda line: None)
     assert set(started[:2]) == {paths[1], paths[2]} and started[2] == paths[0]   # the shortest waits
     assert list(seconds) == paths                                   # reported in the order given

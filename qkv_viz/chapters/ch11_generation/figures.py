@@ -37,7 +37,7 @@ def plot_step_costs(steps, costs, title: str = "", ax=None):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(top=4 * max(np.max(ys) for ys in costs.values()))   # room for the top line's label
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e6:,.4g}M"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e9:g}G" if v >= 1e9 else f"{v / 1e6:g}M"))
     ax.set(xlabel="prefix length t + 1 (log scale)", ylabel="FLOPs of the step (log scale)", title=title)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left")                          # above the lines' common start

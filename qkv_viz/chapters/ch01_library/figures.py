@@ -229,7 +229,7 @@ def weights_vs_temperature(temperatures, weights, library, ax=None, marks=(1.0, 
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=style.FONT_PT)
     title = f"cold: one book takes everything; hot: every book tends to 1/{library.n_books}"
     if longer is not None:
-        title = "lines: the query at temperature τ;  circles: the query × c at τ = 1, drawn at τ = 1/c\n\n"
+        title = "lines: the weights as τ changes;  circles: a query c times longer, at τ = 1\n\n"
     ax.set_title(title, fontsize=style.TITLE_PT)
     return lines
 

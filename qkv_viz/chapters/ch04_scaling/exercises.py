@@ -115,7 +115,6 @@ def _diagnose_row_means(got, want, case):
 
 def _row_means_table(fn) -> str:
     """The reader's function at the page's widths on 16 x 16 random rows, for three factors."""
-    from qkv_viz.chapters.feedback import as_array as _read
     lines = ["Your function on 16 x 16 random rows (max weight | ||J||_F):",
              "  d_k   factor 1        1/sqrt(d_k)     1/d_k"]
     for d_k in TABLE_D_KS_EX2:
@@ -123,7 +122,7 @@ def _row_means_table(fn) -> str:
         q, k = rng.normal(size=(16, d_k)), rng.normal(size=(16, d_k))
         cells = []
         for factor in (1.0, 1 / np.sqrt(d_k), 1 / d_k):
-            top, J_mean = (float(_read(x)[0]) for x in fn(q.copy(), k.copy(), float(factor)))
+            top, J_mean = (float(as_array(x)[0]) for x in fn(q.copy(), k.copy(), float(factor)))
             cells.append(f"{top:.2f} | {J_mean:.2f}")
         lines.append(f"  {d_k:4d}  " + "    ".join(f"{c:12s}" for c in cells))
     lines.append("Which factor keeps both numbers the same at every width? Where do the rows go with 1/d_k "

@@ -19,7 +19,8 @@ Every figure's display output is a mime bundle with three entries:
   and no widget manager, e.g. in a static web page. Until its script runs, the
   fragment shows the PNG below;
 * ``image/png``: a static picture of the initial state (``widget.static_png()``),
-  for GitHub's preview and ``nbconvert`` without widget state.
+  with the figure's controls drawn under it (``with_controls``), for GitHub's
+  preview and ``nbconvert`` without widget state.
 
 Controls that need Python (a new seed, n or sentence) are disabled in the
 static fragment, with a tooltip saying so.
@@ -83,9 +84,18 @@ class CanvasFigure(anywidget.AnyWidget):
     def static_png(self) -> bytes:  # pragma: no cover - every figure overrides it
         raise NotImplementedError
 
+    def static_controls(self) -> list[tuple]:
+        """The live figure's controls with the values of the still, drawn under it (see
+        :func:`with_controls`); a figure with controls overrides this."""
+        return []
+
+    def still_with_controls(self) -> bytes:
+        """PNG: ``static_png()`` with the strip of ``static_controls()`` under it."""
+        return with_controls(self.static_png(), self.static_controls())
+
     def _repr_mimebundle_(self, **kwargs):
         data, metadata = super()._repr_mimebundle_(**kwargs)
-        png = self.static_png()
+        png = self.still_with_controls()
         data["image/png"] = base64.b64encode(png).decode()
         data["text/html"] = static_html(self, png)
         return data, metadata
@@ -151,3 +161,139 @@ def figure_png(fig) -> bytes:
     with io.BytesIO() as out:
         fig.savefig(out, format="png", dpi=style.DPI)
         return out.getvalue()
+
+
+# -- the live figure's controls, drawn under its still -----------------------------------
+# A still (GitHub's preview, nbconvert, a reader without JavaScript) shows what the figure
+# draws but not what a reader can move. A figure lists its controls with the values of the
+# still (``static_controls()``); ``with_controls`` draws them as a row of greyed stand-ins
+# under the picture: a slider at its place, a ticked or empty box, a menu, a text box.
+CONTROL_KINDS = ("slider", "check", "menu", "box", "button", "note")
+CONTROLS_CAPTION = "controls of the live figure, as set for this picture:"
+_ROW_PX, _GAP_PX, _TRACK_PX, _PAD_PX = 30, 22, 70, 8
+_INK, _FAINT = "#333333", "#9A9A9A"
+
+
+def check_controls(controls) -> list[tuple]:
+    """``controls`` as a list of tuples ``(kind, label, value)``; raise ValueError otherwise.
+
+    kind is one of CONTROL_KINDS. value: a float in 0..1 (the knob's place) and a text,
+    as ``(fraction, text)``, for "slider"; a bool for "check"; a text for "menu" and "box";
+    None for "button" and "note" (a hint in words, e.g. what to drag).
+    """
+    out = []
+    for i, item in enumerate(controls):
+        if not (isinstance(item, tuple) and len(item) == 3 and item[0] in CONTROL_KINDS):
+            raise ValueError(f"controls[{i}] must be (kind, label, value) with kind in {CONTROL_KINDS}, "
+                             f"got {item!r}")
+        kind, label, value = item
+        if kind == "slider" and not (isinstance(value, tuple) and len(value) == 2
+                                     and 0.0 <= float(value[0]) <= 1.0):
+            raise ValueError(f"controls[{i}] ({label!r}): a slider's value is (fraction in 0..1, text), "
+                             f"got {value!r}")
+        if kind == "check" and not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"controls[{i}] ({label!r}): a check box's value is a bool, got {value!r}")
+        out.append((kind, str(label), value))
+    return out
+
+
+def _draw_control(fig, x, y, kind, label, value, renderer) -> float:
+    """Draw one control with its left edge at pixel x, centre line at pixel y; return its right edge."""
+    from matplotlib.patches import Circle, FancyBboxPatch, Rectangle
+
+    def text(x0, s, **kw):
+        t = fig.text(x0, y, s, transform=None, va="center", fontsize=9, color=_INK, **kw)
+        return t.get_window_extent(renderer).x1
+
+    def add(patch):
+        patch.set_transform(None)
+        fig.add_artist(patch)
+
+    if kind == "check":  # the box in front of its text, as in the page
+        add(Rectangle((x, y - 6), 12, 12, facecolor="white", edgecolor=_FAINT, lw=1))
+        if value:
+            fig.add_artist(_tick(x, y))
+        return text(x + 17, label)
+    if kind == "note":
+        return text(x, label, style="italic")
+    end = text(x, label)
+    if kind == "button":
+        start = x
+        add(FancyBboxPatch((start - 4, y - 9), end - start + 8, 18, boxstyle="round,pad=0,rounding_size=3",
+                           facecolor="none", edgecolor=_FAINT, lw=1))
+        return end + 4
+    if kind == "slider":
+        frac, shown = value
+        x0 = end + 8
+        add(Rectangle((x0, y - 2), _TRACK_PX, 4, facecolor="#D9D9D9", edgecolor="none"))
+        add(Rectangle((x0, y - 2), _TRACK_PX * float(frac), 4, facecolor=_FAINT, edgecolor="none"))
+        add(Circle((x0 + _TRACK_PX * float(frac), y), 6, facecolor="white", edgecolor=_INK, lw=1.2))
+        return text(x0 + _TRACK_PX + 8, str(shown), fontweight="bold")
+    # a menu or a text box: its value in a frame (a menu with its arrow)
+    x0 = end + 6
+    right = text(x0 + 5, str(value) + (" \u25be" if kind == "menu" else ""), fontweight="bold")
+    add(FancyBboxPatch((x0, y - 9), right - x0 + 5, 18, boxstyle="round,pad=0,rounding_size=3",
+                       facecolor="none", edgecolor=_FAINT, lw=1))
+    return right + 5
+
+
+def _tick(x, y):
+    from matplotlib.lines import Line2D
+
+    return Line2D([x + 2.5, x + 5, x + 10], [y, y - 3.5, y + 4], color=_INK, lw=1.6, transform=None)
+
+
+def with_controls(png: bytes, controls) -> bytes:
+    """``png`` with a strip under it that draws ``controls`` (see :func:`check_controls`).
+
+    The picture's pixels are placed unscaled (``figimage``); the strip wraps its
+    controls onto as many rows as the picture's width needs. No controls: ``png`` as given.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.image import imread
+
+    controls = check_controls(controls)
+    if not controls:
+        return png
+    image = imread(io.BytesIO(png), format="png")  # (H, W, 3 or 4) floats in 0..1
+    height, width = image.shape[:2]
+    rows = _layout(controls, width)
+    strip = _ROW_PX * (len(rows) + 1) + _PAD_PX
+    fig = Figure(figsize=(width / style.DPI, (height + strip) / style.DPI), dpi=style.DPI)
+    canvas = FigureCanvasAgg(fig)
+    renderer = canvas.get_renderer()
+    fig.figimage(image, xo=0, yo=strip, origin="upper")
+    y = strip - _ROW_PX / 2 - _PAD_PX / 2
+    fig.text(_PAD_PX, y, CONTROLS_CAPTION, transform=None, va="center", fontsize=9,
+             color="#666666", style="italic")
+    for row in rows:
+        y -= _ROW_PX
+        x = _PAD_PX + 4
+        for kind, label, value in row:
+            x = _draw_control(fig, x, y, kind, label, value, renderer) + _GAP_PX
+    fig.add_artist(_rule(strip, width))
+    with io.BytesIO() as out:
+        fig.savefig(out, format="png", dpi=style.DPI)
+        return out.getvalue()
+
+
+def _rule(strip, width):
+    from matplotlib.lines import Line2D
+
+    return Line2D([_PAD_PX, width - _PAD_PX], [strip - 2, strip - 2], color="#DDDDDD", lw=1, transform=None)
+
+
+def _layout(controls, width) -> list[list[tuple]]:
+    """Controls in rows that fit ``width`` pixels (widths estimated from the text: ~6.3 px a character)."""
+    rows, row, used = [], [], _PAD_PX
+    for kind, label, value in controls:
+        shown = value[1] if kind == "slider" else ("" if kind in ("check", "button", "note") else value)
+        need = 6.3 * (len(label) + len(str(shown))) + 30 + (_TRACK_PX + 16 if kind == "slider" else 0)
+        if row and used + need > width - _PAD_PX:
+            rows.append(row)
+            row, used = [], _PAD_PX
+        row.append((kind, label, value))
+        used += need + _GAP_PX
+    rows.append(row)
+    return rows

@@ -156,6 +156,10 @@ class HeadView(CheckedFigure):
         """The (T, S) weights drawn."""
         return self._w.copy()
 
+    def static_controls(self) -> list[tuple]:
+        """The live figure has no widgets: a token is picked with the pointer (headview.js)."""
+        return [("note", "hover over or tab to a token to see only its lines", None)]
+
     def static_png(self) -> bytes:
         T, S = self._w.shape
         fig = Figure(figsize=(4.4, 0.8 + 0.3 * max(T, S)), dpi=style.DPI, layout="constrained")

@@ -282,3 +282,34 @@ def test_messages_say_what_is_allowed():
         ex.metric = "nope"
     with pytest.raises(traitlets.TraitError, match=r"^query = 0\.5, but it must be a whole number"):
         ex.query = 0.5
+
+
+# -- the still shows the live figure's controls (qkv_viz.viz.canvas.with_controls) ------------
+def _png_pixels(png: bytes) -> np.ndarray:
+    import io
+
+    from matplotlib.image import imread
+    return imread(io.BytesIO(png), format="png")
+
+
+def _js_text(fig) -> str:
+    """The figure's ES module with its \\uXXXX escapes read as characters."""
+    import re
+    return re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), fig._esm)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_still_draws_the_figure_unscaled_above_its_controls(name):
+    fig = fresh(name)
+    controls = fig.static_controls()
+    assert controls, f"{name}: the still must show what a reader of the live figure can move"
+    plain, shown = _png_pixels(fig.static_png()), _png_pixels(fig.still_with_controls())
+    h, w = plain.shape[:2]
+    assert shown.shape[1] == w and shown.shape[0] > h, "the strip goes under the picture, same width"
+    assert np.abs(shown[:h, :, :3] - plain[:, :, :3]).max() < 1e-6, "the picture's pixels, not resampled"
+    source = _js_text(fig)
+    for kind, label, _ in controls:
+        if kind == "note":
+            continue
+        words = label.split("(")[0].split(":")[0].rstrip("0123456789 ")
+        assert words and words in source, f"{name}: control {label!r} is not a control of the live figure"

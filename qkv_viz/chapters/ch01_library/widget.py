@@ -73,6 +73,15 @@ class LibraryFigure(CheckedFigure):
         """The blended value (d_v,), from the math core."""
         return soft_lookup(self.query, self.library, self.temperature)[0]
 
+    def static_controls(self) -> list[tuple]:
+        """The live figure's controls (library.js) with this still's values."""
+        log_t = float(np.clip(np.log10(self.temperature), -2, 2))
+        names = [f"query[{i}] ({a})" if a else f"query[{i}]"
+                 for i, a in enumerate(self.key_axes or [""] * len(self.query))]
+        return ([("slider", "temperature", ((log_t + 2) / 4, f"{self.temperature:g}"))]
+                + [("slider", name, ((float(np.clip(x, -2.5, 2.5)) + 2.5) / 5, f"{x:.1f}"))
+                   for name, x in zip(names, self.query)])
+
     def static_png(self) -> bytes:
         fig = Figure(figsize=style.figsize(1.0, 0.42), dpi=style.DPI, layout="constrained")
         axes = fig.subplots(1, 2, gridspec_kw=dict(width_ratios=[1, 1.25]))

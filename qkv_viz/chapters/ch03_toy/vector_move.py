@@ -209,6 +209,13 @@ class VectorMoveFigure(CheckedFigure):
                      color="#666", x=0.99, ha="right")
         return fig
 
+    def static_controls(self) -> list[tuple]:
+        """The live figure's controls (vector_move.js) with this still's values; q is dragged on the left plane."""
+        name = self.names[self.token] if self.token < len(self.names) else f"token {self.token}"
+        return [("menu", "start from", f"{name}'s query"),
+                ("check", f"divide by \u221ad\u2096 (d\u2096 = {self.d_k})", bool(self.scale)),
+                ("note", "drag q on the left plane (or press the arrow keys)", None)]
+
     def static_png(self) -> bytes:
         return figure_png(self.still())
 

@@ -97,6 +97,11 @@ class ToyFigure(CheckedFigure):
         ax.set(ylim=(0, 1.15), ylabel="weight", title="the weights (from the shifted softmax)")
         return fig
 
+    def static_controls(self) -> list[tuple]:
+        """The live figure's controls (toy.js) with this still's values."""
+        return ([("box", f"q0\u00b7k{j}", f"{x:g}") for j, x in enumerate(self.scores)]
+                + [("check", f"scale by 1/\u221ad_k (d_k = {self.d_k})", bool(self.scale))])
+
     def static_png(self) -> bytes:
         return figure_png(self.still())
 

@@ -160,6 +160,17 @@ class ScalingExplorer(CheckedFigure):
         """``dk_curves`` at the current seed, n, head and temperature."""
         return dk_curves(self.seed, self.n_heads, self.n, self.temperature, self.head)
 
+    def static_controls(self) -> list[tuple]:
+        """The live figure's controls (explorer.js) with this still's values."""
+        i = D_KS.index(self.d_k)
+        out = [("slider", "d\u2096", (i / (len(D_KS) - 1), str(self.d_k))),
+               ("check", "divide by \u221ad\u2096", bool(self.scale)),
+               ("box", "temperature", f"{self.temperature:g}"),
+               ("box", "tokens n", str(self.n)), ("box", "seed", str(self.seed))]
+        if self.n_heads > 1:
+            out.append(("menu", "head", f"head {self.head}"))
+        return out + [("menu", "plot against d\u2096", METRIC_LABELS[self.metric])]
+
     def static_png(self) -> bytes:
         """The still of what is on screen (heatmap, the query's bars, the metric curve) as PNG."""
         return figure_png(self.still())

@@ -88,6 +88,12 @@ class MaskFigure(CheckedFigure):
         """The masked softmax of the scores (T, S): what the page shows."""
         return masked_softmax(self._scores, self.mask)
 
+    def static_controls(self) -> list[tuple]:
+        """The live figure's controls (masks.js) with this still's values; a click on a cell masks it."""
+        return [("check", "causal mask", bool(self.causal)),
+                ("slider", "real keys (the rest is padding)", (self.n_real / max(1, self.S), str(self.n_real))),
+                ("button", "clear clicked cells", None), ("note", "click a cell to mask it", None)]
+
     def static_png(self) -> bytes:
         fig = Figure(figsize=style.figsize(0.6, 0.62), dpi=style.DPI, layout="constrained")
         ax = fig.subplots()

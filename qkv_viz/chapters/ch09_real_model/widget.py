@@ -98,6 +98,12 @@ class RealHeadsFigure(CheckedFigure):
             self.tokens = list(trace.tokens)
             self.weights = f32_bytes(trace.weights)  # the browser redraws on "change:weights"
 
+    def static_controls(self) -> list[tuple]:
+        """The live figure's controls (heads.js) with this still's values."""
+        last = max(1, self.n_layers - 1)
+        return [("box", "sentence (Enter to run the model)", self.sentence),
+                ("slider", "layer", (self.layer / last, str(self.layer)))]
+
     def static_png(self) -> bytes:
         return figure_png(head_grid_figure(self.trace, self.layer))  # no "type a sentence": true only live
 

@@ -98,6 +98,17 @@ class RopeFigure(CheckedFigure):
         """q_m . k_n of the first d_k coordinates, by the math core (``rope_dot``)."""
         return rope_dot(self._q[:self.d_k], self._k[:self.d_k], self.m, self.n, self.base)
 
+    def static_controls(self) -> list[tuple]:
+        """The live figure's controls (positions.js) with this still's values."""
+        last = max(1, self.t_max - 1)
+        pairs = max(1, self.d_k // 2 - 1)
+        return [("slider", "query position m", (self.m / last, str(self.m))),
+                ("slider", "key position n", (self.n / last, str(self.n))),
+                ("check", "keep n \u2212 m fixed", bool(self.lock)),
+                ("slider", "d_k", (D_KS.index(self.d_k) / (len(D_KS) - 1), str(self.d_k))),
+                ("slider", "base", (BASES.index(self.base) / (len(BASES) - 1), f"{self.base:g}")),
+                ("slider", "pair drawn", (self.pair / pairs, str(self.pair)))]
+
     def static_png(self) -> bytes:
         fig = Figure(figsize=style.figsize(0.95, 0.55), dpi=style.DPI, layout="constrained")
         grid = fig.add_gridspec(2, 2, width_ratios=[1, 1.5], height_ratios=[1.6, 1])

@@ -138,6 +138,15 @@ class GenerationFigure(CheckedFigure):
         c = self.cache
         return c.k.size + c.v.size
 
+    def static_controls(self) -> list[tuple]:
+        """The live figure's controls (generation.js) with this still's values."""
+        H, g = self._params.n_heads, self.n_kv_heads
+        kind = "multi-head" if g == H else "multi-query" if g == 1 else "grouped-query"
+        last = max(1, len(self.words) - 1)
+        return [("slider", "step: the new token", (self.step / last, f"{self.step}: {self.words[self.step]!r}")),
+                ("button", "next token \u25b6", None),
+                ("menu", "query head", f"head {self.head}"), ("menu", "K/V heads", f"{g} ({kind})")]
+
     def static_png(self) -> bytes:
         """The step on screen, as the live figure draws it (``figures.plot_generation_step``)."""
         fig = Figure(figsize=style.figsize(1.0, 0.62), dpi=style.DPI, layout="constrained")

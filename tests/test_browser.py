@@ -51,6 +51,9 @@ OPENED = [c for c in ALL_CHAPTERS if c[:2] in OPENED_ONLY]
 HEATMAP, SLIDER, TOGGLE, READOUTS = ".qkv-heatmap", ".qkv-dk-slider", ".qkv-scale-toggle", ".qkv-readouts"
 HEATMAP_CMAP = "viridis"  # style.WEIGHTS_CMAP, range 0..1
 D_KS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+# Whole-notebook pictures of the reopened chapters (a tall screenshot each, ~2 s) only when asked
+# for (QKV_BROWSER_PICTURES=1, e.g. to look at the book as a reader would); the run ones are always kept.
+PICTURES = os.environ.get("QKV_BROWSER_PICTURES") == "1"
 
 
 def _skip_or_fail(reason: str):
@@ -320,7 +323,8 @@ def test_reopened_chapter_shows_figures_not_errors(book, name):
             assert drawn == plots.count() >= 1, f"{name}: {drawn} of {plots.count()} plots drawn"
         else:
             assert live.count() + shown >= 1, f"{name}: neither a live figure nor its picture"
-        book.screenshot_notebook(ARTIFACTS / f"{book.frontend}_reopened_{pathlib.Path(name).stem}.png")
+        if PICTURES:
+            book.screenshot_notebook(ARTIFACTS / f"{book.frontend}_reopened_{pathlib.Path(name).stem}.png")
         if name == SCALING and book.page.locator(SLIDER).count():
             slider = book.page.locator(SLIDER).first
             slider.scroll_into_view_if_needed()

@@ -52,6 +52,7 @@ METRIC_LABELS = {  # the same words as explorer.js's menu and as chapter 4's pag
     "score_std": "score spread, row std (row mean)",
     "grad_norm": "\u2016J\u2016 Frobenius (row mean)",
 }
+QUERY_OUTLINE = "#FF3030"  # the followed row's box in the still: red shows on every viridis colour and on white
 POSITIVE, NEGATIVE = "#B2182B", "#2166AC"  # scores: the ends of style.SCORES_CMAP (as explorer.js)
 READOUT_LABELS = {  # the readout table's row names (explorer.js's drawReadouts)
     "score_std": "score spread (std)", "max_weight": "max weight", "entropy": "entropy H (nats)",
@@ -182,17 +183,20 @@ class ScalingExplorer(CheckedFigure):
         n, on, qi = self.n, self.scale, self.query
         how = "scaled" if on else "not scaled"
         fig = Figure(figsize=style.figsize(1.0, 0.62), dpi=style.DPI, layout="constrained")
+        fig.suptitle("A still picture of the explorer: it moves in a running notebook", x=0.01, ha="left",
+                     fontsize=style.FONT_PT, color="0.3")
         grid = fig.add_gridspec(2, 3, width_ratios=[1.4, 0.8, 1.25])  # the heatmap fills its column
         ax_w = fig.add_subplot(grid[:, 0])
         ax_b, ax_s = fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 1])
         ax_m, ax_t = fig.add_subplot(grid[0, 2]), fig.add_subplot(grid[1, 2])
-        attention_heatmap(weights, ax=ax_w, annotate=False, title=f"weights, $d_k$ = {self.d_k},\n{how}")
+        attention_heatmap(weights, ax=ax_w, annotate=False,
+                          title=f"weights, $d_k$ = {self.d_k},\n{how}, query {qi} boxed")
         ax_w.set_aspect("equal")                                 # square cells, as in the live heatmap
         ticks = np.arange(0, n, max(1, int(np.ceil(n / 5))))  # at most 5 labels: they never touch
         ax_w.set_xticks(ticks, [str(t) for t in ticks])
         ax_w.set_yticks(ticks, [str(t) for t in ticks])
-        ax_w.add_patch(Rectangle((-0.5, qi - 0.5), n, 1, fill=False, edgecolor="white", lw=1.5,
-                                 clip_on=False))  # the followed query's row
+        ax_w.add_patch(Rectangle((-0.5, qi - 0.5), n, 1, fill=False, edgecolor=QUERY_OUTLINE, lw=2,
+                                 clip_on=False))  # the followed query's row: red, so no white band looks like a gap
         ax_b.bar(np.arange(n), weights[qi], hatch=None if on else "//", edgecolor="white",
                  color=style.SCALED_COLOR if on else style.UNSCALED_COLOR)
         ax_b.set(ylim=(0, 1), ylabel="weight", title=f"query {qi}'s weights ({how})")

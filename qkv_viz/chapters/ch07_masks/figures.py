@@ -5,11 +5,13 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-HATCH = "////"
-PAD_HATCH = "\\\\\\\\"                  # padding: the other diagonal
+HATCH = "////"                        # causal: white diagonals on the dark weight-0 colour
+PAD_HATCH = ".."                      # padding: a grey cell (no weight colour is grey), dark dots
 CLICK_HATCH = "----"                  # the explorer's cells hidden by hand
 HATCH_COLOR = "white"                 # light and thick, to stand out on the dark weight-0 colour
 HATCH_LW = 1.6                        # (the live explorer, masks.js, draws its own grey hatches)
+PAD_FACE, PAD_EDGE = "0.72", "0.3"    # padding's fill and dots; a cell hidden by both gets both looks
+_LOOK = {PAD_HATCH: (PAD_FACE, PAD_EDGE)}   # hatch -> (fill or None, line colour); others: (None, white)
 
 
 def hatch_masked(ax, mask, hatch=HATCH):
@@ -30,8 +32,9 @@ def hatch_masked(ax, mask, hatch=HATCH):
         x, y = (int(round(v)) for v in text.get_position())
         if 0 <= y < T and 0 <= x < S and not mask[y, x]:
             text.remove()
-    return [ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=hatch,
-                                       edgecolor=HATCH_COLOR, lw=0, hatch_linewidth=HATCH_LW))
+    face, edge = _LOOK.get(hatch, (None, HATCH_COLOR))
+    return [ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=face is not None, facecolor=face,
+                                       hatch=hatch, edgecolor=edge, lw=0, hatch_linewidth=HATCH_LW))
             for i, j in np.argwhere(~mask)]
 
 
@@ -43,8 +46,9 @@ def mask_legend(fig, kinds=("causal", "padding", "both")):
     from qkv_viz.viz import style
 
     zero = plt.get_cmap(style.WEIGHTS_CMAP)(0.0)
-    pattern = {"causal": HATCH, "padding": PAD_HATCH, "both": HATCH + PAD_HATCH}
-    handles = [Patch(facecolor=zero, edgecolor=HATCH_COLOR, hatch=pattern[k], hatch_linewidth=HATCH_LW,
+    look = {"causal": (zero, HATCH_COLOR, HATCH), "padding": (PAD_FACE, PAD_EDGE, PAD_HATCH),
+            "both": (PAD_FACE, HATCH_COLOR, HATCH + PAD_HATCH)}
+    handles = [Patch(facecolor=look[k][0], edgecolor=look[k][1], hatch=look[k][2], hatch_linewidth=HATCH_LW,
                      label=f"hidden by {k}") for k in kinds]
     return fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), handleheight=1.6,
                       handlelength=2.2, frameon=False)
@@ -101,9 +105,9 @@ def plot_encoder_decoder(ax=None):
 
 def plot_masked_batch(weights, causal, padding, tokens, titles=None, axes=None):
     """One heatmap per sentence of ``weights`` (B, T, T), a decoder's self-attention over a
-    padded batch: cells hidden by ``causal`` ((T, T) bool, True = may look) hatched ``/``,
-    keys hidden by ``padding`` ((B, T) bool, True = real token) hatched the other way (a cell
-    hidden by both gets both), as the mask explorer draws them.
+    padded batch: cells hidden by ``causal`` ((T, T) bool, True = may look) hatched with white
+    ``/``, keys hidden by ``padding`` ((B, T) bool, True = real token) grey with dark dots (a
+    cell hidden by both: grey, dots and white lines).
 
     ``tokens``: B lists of T names (filler included); ``titles``: B strings; ``axes``: B axes
     (created when None). Returns the B images, on one colour scale (weights 0..1), without
@@ -130,8 +134,8 @@ def plot_masked_batch(weights, causal, padding, tokens, titles=None, axes=None):
     for b, ax in enumerate(axes):
         images.append(attention_heatmap(weights[b], ax=ax, tokens_q=tokens[b], tokens_k=tokens[b], colorbar=False,
                                         title=None if titles is None else titles[b]))
-        hatch_masked(ax, causal)
-        hatch_masked(ax, np.broadcast_to(padding[b], (T, T)), hatch=PAD_HATCH)
+        hatch_masked(ax, np.broadcast_to(padding[b], (T, T)), hatch=PAD_HATCH)   # grey first, then
+        hatch_masked(ax, causal)                                                 # causal lines on top
         if b:
             ax.set_ylabel("")
     return images

@@ -99,13 +99,13 @@ class MaskFigure(CheckedFigure):
         ax = fig.subplots()
         im = attention_heatmap(self.weights, ax=ax, tokens_q=self.tokens_q, tokens_k=self.tokens_k,
                                colorbar=False, title="attention weights after the mask\n"
-                                                     "hidden: / causal, \\ padding, − clicked")
+                                                     "hidden: / causal, grey padding, − clicked")
         T, S = self.T, self.S                                      # drawn as masks.js draws them
         by_causal = ~causal_mask(T, S) if self.causal else np.zeros((T, S), bool)
         by_padding = np.broadcast_to(np.arange(S)[None, :] >= self.n_real, (T, S))
         by_click = np.array(self.clicked, dtype=bool).reshape(T, S) & ~by_causal & ~by_padding
+        hatch_masked(ax, ~by_padding, hatch=PAD_HATCH)             # grey first, causal lines on top
         hatch_masked(ax, ~by_causal)
-        hatch_masked(ax, ~by_padding, hatch=PAD_HATCH)
         hatch_masked(ax, ~by_click, hatch=CLICK_HATCH)             # clicked only: no other reason
         fig.colorbar(im, ax=ax, label=style.WEIGHTS_LABEL)
         return figure_png(fig)

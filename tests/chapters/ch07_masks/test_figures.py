@@ -60,6 +60,9 @@ def test_plot_masked_batch_hatches_causal_one_way_and_padding_the_other():
     hatches = [[p.get_hatch() for p in ax.patches] for ax in axes]
     assert [h.count(HATCH) for h in hatches] == [6, 6]        # the causal mask: 6 hidden cells in both
     assert [h.count(PAD_HATCH) for h in hatches] == [0, 8]    # the filler keys: 2 columns of 4
+    pads = [p for p in axes[1].patches if p.get_hatch() == PAD_HATCH]
+    assert all(p.get_fill() for p in pads)                    # padding is a grey cell, causal only lines
+    assert not any(p.get_fill() for p in axes[1].patches if p.get_hatch() == HATCH)
     assert [t.get_text() for t in axes[1].get_xticklabels()][2] == "<pad>"
     assert axes[1].get_title() == "t1"
     with pytest.raises(ValueError, match="causal must be"):
@@ -81,8 +84,8 @@ def test_the_static_explorer_hatches_each_reason_its_own_way():
         fig.static_png()
     finally:
         widget.hatch_masked = real
-    (h1, m1), (h2, m2), (h3, m3) = drawn
-    assert (h1, h2, h3) == (HATCH, PAD_HATCH, CLICK_HATCH)
+    (h2, m2), (h1, m1), (h3, m3) = drawn                  # padding's grey first, causal lines over it
+    assert (h2, h1, h3) == (PAD_HATCH, HATCH, CLICK_HATCH)
     np.testing.assert_array_equal(~m1, ~causal_mask(3))                                 # causal
     np.testing.assert_array_equal(~m2, np.broadcast_to([False, False, True], (3, 3)))    # padding: key 2
     np.testing.assert_array_equal(np.argwhere(~m3), [[1, 0], [2, 1]])                   # clicked, no other reason

@@ -163,3 +163,29 @@ def plot_query_and_keys(q, K, ax=None):
     ax.axhline(0, color="#ddd", lw=0.8, zorder=0)
     ax.axvline(0, color="#ddd", lw=0.8, zorder=0)
     return {"query": query, "keys": keys, "labels": labels}
+
+
+def plot_query_states(queries, K, V, captions, scale=True):
+    """Still states of the page's live picture side by side: one column per query (n, 2), the query
+    among the keys K (S, 2) above, the output among the values V (S, 2) below, drawn by the live
+    picture's own still code (the output is the black ring). Each column's title is its caption and the value with the largest
+    weight, from the math core. Returns (fig, weights (n, S))."""
+    import matplotlib.pyplot as plt
+
+    from qkv_viz.chapters.ch03_toy.vector_move import draw_query_plane, draw_value_plane
+    from qkv_viz.core.attention import scaled_dot_product_attention
+    from qkv_viz.viz import style
+
+    queries, K, V = (as_array(n, a, ndim=2) for n, a in (("queries", queries), ("K", K), ("V", V)))
+    if len(captions) != len(queries):
+        raise ValueError(f"need one caption per query ({len(queries)}), got {len(captions)}")
+    outputs, weights = scaled_dot_product_attention(queries, K, V, scale=scale)   # (n, d_v), (n, S)
+    n = len(queries)
+    fig, axes = plt.subplots(2, n, figsize=style.figsize(0.9, 0.66), layout="constrained", squeeze=False)
+    for c in range(n):
+        draw_query_plane(axes[0, c], queries[c], K)
+        draw_value_plane(axes[1, c], V, weights[c], outputs[c], named=False)
+        j = int(np.argmax(weights[c]))
+        axes[0, c].set_title(f"{captions[c]}:\nv{j} gets {100 * weights[c, j]:.0f} %", fontsize=style.FONT_PT)
+        axes[1, c].set_title("")
+    return fig, weights

@@ -44,6 +44,81 @@ Q_TEXT = "#A04000"  # the query's label, darker orange (vector_move.js's Q_TEXT)
 OUTPUT_COLOUR = "#000000"  # orange is the query's alone
 
 
+def draw_query_plane(left, q, K, same=None):
+    """The left plane: the query q (2,) among the keys K (S, 2), each key in its value's colour; `same` the
+    index of a key equal to q (said in its label), else None."""
+    q, K = np.asarray(q, dtype=float), np.asarray(K, dtype=float)
+    arrow = dict(length_includes_head=True, head_width=0.2, overhang=0.2)
+    # the query first, a wide orange arrow ending in the dot the live figure drags (vector_move.js),
+    # so a key equal to q, drawn thin on top of it, stays visible
+    left.arrow(0, 0, *q, color=style.QUERY_COLOR, width=0.1, zorder=1, **arrow)
+    left.plot(*q, "o", color=style.QUERY_COLOR, ms=11, zorder=1)
+    for j, k in enumerate(K):
+        # every key from the origin, in its value's colour, solid
+        colour = SHARE_COLOURS[j % 3]
+        left.arrow(0, 0, *k, color=colour, width=0.03, zorder=2, **arrow)
+        # the label above-right of the tip; at the plane's top edge below-left (clear of the title),
+        # at its right edge above-left (inside the plane), on the x axis below-right (clear of keys
+        # above it), as vector_move.js places it
+        if k[1] > Q_LIM - 0.5:
+            offset, ha, va = (-6, -6), "right", "top"
+        elif k[0] > Q_LIM - 0.6:
+            offset, ha, va = (-6, 4), "right", "bottom"
+        elif abs(k[1]) < 0.3 and j != same:
+            offset, ha, va = (4, -4), "left", "top"
+        else:
+            offset, ha, va = ((6, -4), "left", "top") if j == same else ((4, 4), "left", "bottom")
+        left.annotate(f"k{j}" + (" (= q)" if j == same else ""), k, xytext=offset, ha=ha, va=va,
+                      textcoords="offset points", color=SHARE_TEXT[j % 3], fontweight="bold")
+    left.annotate("q", q, xytext=(-8, 6), textcoords="offset points", ha="right", va="bottom",
+                  color=Q_TEXT, fontweight="bold")
+    left.set_xlabel(f"q = ({q[0]:.1f}, {q[1]:.1f})" + (f" = k{same}" if same is not None else ""),
+                     color=Q_TEXT, fontweight="bold")
+    lim = max(Q_LIM, np.abs(K).max()) + 0.35  # the plane and a margin: a key at its edge keeps its arrowhead
+    left.set(xlim=(-lim, lim), ylim=(-lim, lim), title="the query among the keys")
+    left.set_aspect("equal")
+    left.axhline(0, color="#ddd", lw=0.8, zorder=0)
+    left.axvline(0, color="#ddd", lw=0.8, zorder=0)
+
+
+def draw_value_plane(right, V, weights, output, named=True):
+    """The right plane: the values V (S, 2), their triangle, the weighted values w_j v_j tip to tail
+    and where they end, the output (2,); `named=False` leaves out the triangle's and the output's
+    labels (for small copies of the plane)."""
+    V, weights = np.asarray(V, dtype=float), np.asarray(weights, dtype=float)
+    lo, hi = min(0.0, V.min()), max(0.0, V.max())
+    pad = 0.25 * (hi - lo)
+    small = dict(length_includes_head=True, head_width=0.04 * (hi - lo), overhang=0.2)
+    right.add_patch(Polygon(V, closed=True, facecolor="#000000", alpha=0.08, edgecolor="#999", lw=0.8))
+    if named and len(V) == 3:  # name the triangle, as vector_move.js does: just inside the middle of its last edge
+        edge_mid, inward = (V[0] + V[-1]) / 2, V[:, 0].mean() < (V[0, 0] + V[-1, 0]) / 2  # (2,), bool
+        right.annotate("the values'\ntriangle", edge_mid, xytext=(-6 if inward else 6, 0),
+                       textcoords="offset points", ha="right" if inward else "left", va="center",
+                       color="#555", fontsize=style.MIN_FONT_PT + 1)
+    at = np.zeros(2)
+    for j, v in enumerate(V):
+        right.arrow(0, 0, *v, color=SHARE_COLOURS[j % 3], width=0.004, ls="--", alpha=0.55, **small)
+        right.annotate(f"v{j}", v, xytext=(4, 4), textcoords="offset points", color=SHARE_TEXT[j % 3],
+                       fontweight="bold")
+        step = weights[j] * v  # (2,): this value's share of the output
+        right.arrow(*at, *step, color=SHARE_COLOURS[j % 3], width=0.006 + 0.03 * weights[j], zorder=3,
+                    path_effects=[patheffects.withStroke(linewidth=3, foreground="white")], **small)
+        at = at + step
+        if j < len(V) - 1:  # where this piece ends and the next begins (vector_move.js's joints)
+            right.plot(*at, "o", ms=4.5, mfc="white", mec=SHARE_COLOURS[j % 3], mew=1.5, zorder=4)
+    # the output: a ring where the last piece ends, so even a short last piece shows through it
+    right.plot(*output, "o", ms=10, mfc="none", mec=OUTPUT_COLOUR, mew=2, zorder=5)
+    if named:
+        right.annotate("output", output, xytext=(10, -10), textcoords="offset points", ha="left", va="top",
+                       color=OUTPUT_COLOUR, fontweight="bold",
+                       arrowprops=dict(arrowstyle="-", color=OUTPUT_COLOUR, lw=0.8))
+    right.set_xlabel(f"output ({output[0]:.2f}, {output[1]:.2f})", color=OUTPUT_COLOUR, fontweight="bold")
+    right.set(xlim=(lo - pad, hi + pad), ylim=(lo - pad, hi + pad), title=r"output = $\Sigma_j\, w_j v_j$")
+    right.set_aspect("equal")
+    right.axhline(0, color="#ddd", lw=0.8, zorder=0)
+    right.axvline(0, color="#ddd", lw=0.8, zorder=0)
+
+
 class VectorMoveFigure(CheckedFigure):
     """The live picture (build it with :func:`vector_move`)."""
 
@@ -129,65 +204,8 @@ class VectorMoveFigure(CheckedFigure):
         fig = Figure(figsize=style.figsize(0.8, 0.6), dpi=style.DPI, layout="constrained")
         grid = fig.add_gridspec(2, 2, height_ratios=[1, 0.14])
         left, right, bar = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, :])
-        lo, hi = min(0.0, V.min()), max(0.0, V.max())
-        pad = 0.25 * (hi - lo)
-        arrow = dict(length_includes_head=True, head_width=0.2, overhang=0.2)
-        small = dict(length_includes_head=True, head_width=0.04 * (hi - lo), overhang=0.2)
-        # the query first, a wide orange arrow ending in the dot the live figure drags (vector_move.js),
-        # so a key equal to q, drawn thin on top of it, stays visible
-        left.arrow(0, 0, *q, color=style.QUERY_COLOR, width=0.1, zorder=1, **arrow)
-        left.plot(*q, "o", color=style.QUERY_COLOR, ms=11, zorder=1)
-        same = self.same_as_key()
-        for j, k in enumerate(K):
-            # every key from the origin, in its value's colour, solid
-            colour = SHARE_COLOURS[j % 3]
-            left.arrow(0, 0, *k, color=colour, width=0.03, zorder=2, **arrow)
-            # the label above-right of the tip; at the plane's top edge below-left (clear of the title),
-            # at its right edge above-left (inside the plane), on the x axis below-right (clear of keys
-            # above it), as vector_move.js places it
-            if k[1] > Q_LIM - 0.5:
-                offset, ha, va = (-6, -6), "right", "top"
-            elif k[0] > Q_LIM - 0.6:
-                offset, ha, va = (-6, 4), "right", "bottom"
-            elif abs(k[1]) < 0.3 and j != same:
-                offset, ha, va = (4, -4), "left", "top"
-            else:
-                offset, ha, va = ((6, -4), "left", "top") if j == same else ((4, 4), "left", "bottom")
-            left.annotate(f"k{j}" + (" (= q)" if j == same else ""), k, xytext=offset, ha=ha, va=va,
-                          textcoords="offset points", color=SHARE_TEXT[j % 3], fontweight="bold")
-        left.annotate("q", q, xytext=(-8, 6), textcoords="offset points", ha="right", va="bottom",
-                      color=Q_TEXT, fontweight="bold")
-        left.set_xlabel(f"q = ({q[0]:.1f}, {q[1]:.1f})" + (f" = k{same}" if same is not None else ""),
-                         color=Q_TEXT, fontweight="bold")
-        left.set(xlim=(-Q_LIM, Q_LIM), ylim=(-Q_LIM, Q_LIM), title="the query among the keys")
-        right.add_patch(Polygon(V, closed=True, facecolor="#000000", alpha=0.08, edgecolor="#999", lw=0.8))
-        if len(V) == 3:  # name the triangle, as vector_move.js does: just inside the middle of its last edge
-            edge_mid, inward = (V[0] + V[-1]) / 2, V[:, 0].mean() < (V[0, 0] + V[-1, 0]) / 2  # (2,), bool
-            right.annotate("the values'\ntriangle", edge_mid, xytext=(-6 if inward else 6, 0),
-                           textcoords="offset points", ha="right" if inward else "left", va="center",
-                           color="#555", fontsize=style.MIN_FONT_PT + 1)
-        at = np.zeros(2)
-        for j, v in enumerate(V):
-            right.arrow(0, 0, *v, color=SHARE_COLOURS[j % 3], width=0.004, ls="--", alpha=0.55, **small)
-            right.annotate(f"v{j}", v, xytext=(4, 4), textcoords="offset points", color=SHARE_TEXT[j % 3],
-                           fontweight="bold")
-            step = weights[j] * v  # (2,): this value's share of the output
-            right.arrow(*at, *step, color=SHARE_COLOURS[j % 3], width=0.006 + 0.03 * weights[j], zorder=3,
-                        path_effects=[patheffects.withStroke(linewidth=3, foreground="white")], **small)
-            at = at + step
-            if j < len(V) - 1:  # where this piece ends and the next begins (vector_move.js's joints)
-                right.plot(*at, "o", ms=4.5, mfc="white", mec=SHARE_COLOURS[j % 3], mew=1.5, zorder=4)
-        # the output: a ring where the last piece ends, so even a short last piece shows through it
-        right.plot(*output, "o", ms=10, mfc="none", mec=OUTPUT_COLOUR, mew=2, zorder=5)
-        right.annotate("output", output, xytext=(10, -10), textcoords="offset points", ha="left", va="top",
-                       color=OUTPUT_COLOUR, fontweight="bold", arrowprops=dict(arrowstyle="-", color=OUTPUT_COLOUR,
-                                                                               lw=0.8))
-        right.set_xlabel(f"output ({output[0]:.2f}, {output[1]:.2f})", color=OUTPUT_COLOUR, fontweight="bold")
-        right.set(xlim=(lo - pad, hi + pad), ylim=(lo - pad, hi + pad), title=r"output = $\Sigma_j\, w_j v_j$")
-        for ax in (left, right):
-            ax.set_aspect("equal")
-            ax.axhline(0, color="#ddd", lw=0.8, zorder=0)
-            ax.axvline(0, color="#ddd", lw=0.8, zorder=0)
+        draw_query_plane(left, q, K, self.same_as_key())
+        draw_value_plane(right, V, weights, output)
         start, last_label = 0.0, -1.0  # below: the weights as each value's share of one bar (the live figure's bar)
         for j, w in enumerate(weights):
             bar.barh(0, w, left=start, color=SHARE_COLOURS[j % 3], edgecolor="white")

@@ -114,3 +114,19 @@ def test_weights_times_values_labels_the_weights_by_key_and_query_and_reads_at_p
     with pytest.raises(ValueError, match="inner_names"):
         plot_rows_times_columns(TOY_Q, TOY_K, inner_names=(["a"], ["b"]))
     plt.close("all")
+
+
+def test_query_states_are_the_cores_and_every_arrow_is_inside_its_plane():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from qkv_viz.chapters.ch03_toy.figures import plot_query_states
+    queries = np.array([[0.0, -3.0], [-2.0, 0.5]])
+    fig, weights = plot_query_states(queries, TOY_K, TOY_V, ["down", "left"])
+    np.testing.assert_allclose(weights, qv.scaled_dot_product_attention(queries, TOY_K, TOY_V)[1])
+    assert fig.axes[0].get_title() == f"down:\nv2 gets {100 * weights[0, 2]:.0f} %"
+    x0, x1 = fig.axes[0].get_xlim()
+    assert x0 < -3 and x1 > np.abs(TOY_K).max()       # k1 = (3, 1) and a query at -3 keep their arrowheads
+    with pytest.raises(ValueError, match="caption"):
+        plot_query_states(queries, TOY_K, TOY_V, ["down"])
+    plt.close("all")

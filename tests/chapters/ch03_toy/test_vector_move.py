@@ -110,3 +110,9 @@ def test_still_draws_the_query_as_a_solid_arrow_and_names_the_keys():
               and np.allclose(p.get_facecolor()[:3], matplotlib.colors.to_rgb(style.QUERY_COLOR))]
     assert len(orange) == 1                                                 # the query's arrow
     assert {"k0", "k1", "k2"} <= {t.get_text() for t in left.texts}         # every key named
+
+
+def test_still_keeps_every_key_inside_the_query_plane():
+    left = vector_move().still().axes[0]
+    (x0, x1), (y0, y1) = left.get_xlim(), left.get_ylim()
+    assert x0 < TOY_K[:, 0].min() and x1 > TOY_K[:, 0].max() and y0 < TOY_K[:, 1].min() and y1 > TOY_K[:, 1].max()

@@ -214,3 +214,16 @@ def test_with_the_toys_keys_any_one_head_passes_the_colours_as_one_number():
             np.testing.assert_allclose(colour_part, (a[0] * c_cat + a[2] * c_mat) * W_v[3], atol=1e-12)
             tilted += abs(a[0] - a[2]) > 0.1
     assert tilted > 100                                                  # most W_q do tilt the row
+
+
+def test_any_one_head_that_fetches_the_cat_loses_the_mat():
+    """The page's 1,000 random single heads (W_q = 5 * normal, seed 0): one softmax row sums to 1, so a
+    head giving the cat >= 0.9 gives the mat <= 0.1, and no head gives both more than half."""
+    X = np.array([[1., 0, 0, 1, 0, 0], [0., 0, 1, 0, 0, 0], [0., 1, 0, -1, 0, 0]])
+    W_k = np.zeros((6, 2)); W_k[0, 0] = W_k[1, 1] = 1
+    W_qs = 5 * np.random.default_rng(0).normal(size=(1000, 6, 2))
+    s = np.einsum("nd,td->nt", (X[1] @ W_qs), X @ W_k) / np.sqrt(2)    # (1000, 3): "sat"'s scores
+    a = np.exp(s - s.max(-1, keepdims=True)); a /= a.sum(-1, keepdims=True)
+    cat = a[:, 0] >= 0.9
+    assert cat.sum() > 100 and a[cat, 2].max() <= 0.1 + 1e-12
+    assert np.minimum(a[:, 0], a[:, 2]).max() < 0.5

@@ -156,7 +156,8 @@ def two_key_figure(gap_max: float = 8.0, ax=None):
 def temperature_rows(rows: list):
     """One panel per temperature: a row's weights and its dL/ds side by side, key by key.
 
-    ``rows`` is a list of (tau, w, grad_s), w and grad_s each (S,). Returns the figure's bar containers.
+    ``rows`` is a list of (tau, w, grad_s), w and grad_s each (S,). Returns the figure; ``fig.bars``
+    holds its bar containers (weights, dL/ds, weights, ...).
     """
     if not rows:
         raise ValueError("rows must hold at least one (tau, w, grad_s)")
@@ -175,4 +176,5 @@ def temperature_rows(rows: list):
         ax.set_title(rf"$\tau$ = {tau:.3g}")
     axes[0].legend(loc="upper left")
     fig.suptitle(r"the same $g$ at four temperatures: as the row goes one-hot, $\partial L/\partial s$ goes to 0")
-    return bars
+    fig.bars = bars
+    return fig

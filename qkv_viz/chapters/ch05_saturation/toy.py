@@ -6,8 +6,9 @@ row of weights, and ``gain * weights`` are the logits of a T-way classifier ("wh
 The loss therefore sits behind the softmax, as in a real layer, and every gradient reaching
 W_q and W_k passes through the softmax's Jacobian.
 
-The notebook writes the same loop on the page; this copy lets the tests check the chapter's
-claims over several seeds and benchmarks/bench_saturation.py times it.
+The notebook runs the same loop with torch.optim.Adam; this copy writes Adam out (``adam_step``,
+the same arithmetic, which the tests check) and lets the tests check the chapter's claims over
+several seeds; benchmarks/bench_saturation.py times it.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def score_grads(weights: np.ndarray, gain: float = GAIN) -> np.ndarray:
 
 
 def adam_step(W: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, t: int, lr: float) -> None:
-    """One Adam step on W, in place, as on the page (torch.optim.Adam's defaults; the tests check it).
+    """One Adam step on W, in place: torch.optim.Adam at its defaults, which the page uses (the tests check it).
 
     m, v: running means of the gradient g and of g^2; t: the step, from 1 (bias correction).
     """
@@ -57,7 +58,7 @@ def train(c: float, lr: float = LR, init: float = 1.0, seed: int = 0, steps: int
           gain: float = GAIN) -> np.ndarray:
     """Train W_q, W_k with Adam; return the accuracy of every step, (steps,).
 
-    Adam is ``adam_step``, written out as on the page (the same arithmetic as ``torch.optim.Adam`` at its defaults,
+    Adam is ``adam_step``, written out (the same arithmetic as the page's ``torch.optim.Adam`` at its defaults,
     which the tests check); ``torch.optim`` would import torch's compiler on its first step, which
     takes seconds.
 

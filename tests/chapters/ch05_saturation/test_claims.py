@@ -4,7 +4,7 @@ Page: unscaled scores spread sqrt(d_k) times wider and most rows are one-hot; th
 gradient through the softmax equals autograd; one-hot rows send back a far smaller gradient, and the
 queries not saturated (about half) give the batch gradient's direction at W_q, not a handful of the largest;
 the unscaled batch gradient is nonetheless larger (exercise 3);
-trained with Adam (written out; equal to torch.optim.Adam), every run starts at chance; unscaled is about 4 times
+trained with Adam (the page uses torch.optim.Adam; toy writes it out, equal to it), every run starts at chance; unscaled is about 4 times
 slower; the small start is faster than scaled; at a matched step (lr / 4) the saturated start does not reach 90 % in
 100 steps; small start is scaled at lr x 4, and start / 4 with lr / 4 is scaled.
 """
@@ -59,7 +59,7 @@ def test_one_hot_rows_starve_and_near_ties_carry_the_gradient(seed):
     x, W_q, W_k = _start(seed)
     dots = (x @ W_q) @ (x @ W_k).swapaxes(-1, -2)
     norm = {c: np.linalg.norm(toy.score_grads(toy.softmax(c * dots)), axis=-1).ravel() for c in (1 / 16, 1.0)}
-    assert np.median(norm[1 / 16]) > 5 * np.median(norm[1.0])          # "12 times smaller" for seed 0
+    assert np.median(norm[1 / 16]) > 5 * np.median(norm[1.0])          # the page (seed 0) prints 29 times smaller
     assert np.quantile(norm[1.0], 0.25) < 1e-3 * np.median(norm[1 / 16])   # orders of magnitude
     top2 = np.sort(dots, -1)[..., -2:]
     gap = (top2[..., 1] - top2[..., 0]).ravel()
@@ -185,7 +185,7 @@ def test_the_controls_are_the_scaled_model_at_another_step(seed=5):
 
 
 def test_the_written_out_adam_is_torch_adam():
-    """Page: the loop's Adam is torch.optim.Adam at its defaults (the page writes it out)."""
+    """The package's written-out Adam trains exactly as torch.optim.Adam at its defaults, which the page uses."""
     for c, init, lr in ((1 / 16, 1.0, 1e-3), (1.0, 1.0, 1e-3), (1.0, 0.25, 0.25e-3)):
         gen = torch.Generator().manual_seed(3)
         W_q = (init * torch.randn(D, D, generator=gen) / 16).requires_grad_()
@@ -204,7 +204,7 @@ def test_the_written_out_adam_is_torch_adam():
 
 
 def test_adam_step_is_torch_adam_on_any_gradients():
-    """The page's adam_step, on gradients of very different sizes, moves W exactly as torch.optim.Adam."""
+    """toy.adam_step, on gradients of very different sizes, moves W exactly as torch.optim.Adam."""
     gen = torch.Generator().manual_seed(7)
     W = torch.randn(5, 3, generator=gen)
     W_torch = W.clone().requires_grad_()

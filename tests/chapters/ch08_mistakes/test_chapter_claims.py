@@ -164,41 +164,42 @@ def test_changing_the_last_word_moves_no_earlier_output_only_under_the_causal_ma
 
 
 def _tied_toy():
-    """Section 2's toy: contents (N, 3, 2), tokens x (N, 3, 5), queries (3, 5), W_label, W_content (5, 2)."""
-    content = np.random.default_rng(0).normal(size=(500, 3, 2))
+    """Section 2's toy: contents (N, 3, 3), tokens x (N, 3, 6) = [type one-hot | content],
+    queries (3, 3) = each type's label, W_label = 4 x the type columns, W_content = the content columns (6, 3)."""
+    content = np.random.default_rng(0).normal(size=(500, 3, 3))
     x = np.concatenate([np.broadcast_to(np.eye(3), (500, 3, 3)), content], axis=-1)
-    x_query = np.hstack([np.eye(3), np.zeros((3, 2))])
-    angles = 2 * np.pi * np.arange(3) / 3
-    W_label = np.vstack([4 * np.c_[np.cos(angles), np.sin(angles)], np.zeros((2, 2))])
-    W_content = np.vstack([np.zeros((3, 2)), np.eye(2)])
-    return content, x, x_query, W_label, W_content
+    W_label = np.vstack([4 * np.eye(3), np.zeros((3, 3))])
+    W_content = np.vstack([np.zeros((3, 3)), np.eye(3)])
+    return content, x, np.eye(3, 6) @ W_label, W_label, W_content
 
 
-def test_tying_k_and_v_trades_matching_against_content():
-    """Section 2: the query asks by type, the contents are new in every sentence. No blend of
-    the label and content projections, used for both K and V, does both jobs, and no W_q
-    helps (random W_q at every gain); separate W_k, W_v do both exactly."""
-    content, x, x_query, W_label, W_content = _tied_toy()
+def _lookup(x, q, content, W_k, W_v):
+    w = softmax(q @ (x @ W_k).swapaxes(-1, -2) / np.sqrt(W_k.shape[1]))   # (N, 3, 3)
+    out = w @ (x @ W_v)
+    return np.diagonal(w, axis1=-2, axis2=-1).mean(), np.linalg.norm(out - content, axis=-1).mean()
 
-    def match_and_error(W_k, W_v, W_q=W_label):
-        w = softmax((x_query @ W_q) @ (x @ W_k).swapaxes(-1, -2) / np.sqrt(2))   # (N, 3, 3)
-        out = w @ (x @ W_v)
-        return np.diagonal(w, axis1=-2, axis2=-1).mean(), np.linalg.norm(out - content, axis=-1).mean()
 
-    match, error = match_and_error(W_label, W_content)
-    assert match > 0.999 and error < 1e-5
-    blends = [(1 - t) * W_label + t * W_content for t in np.linspace(0, 1, 101)]
-    tied = np.array([match_and_error(W, W) for W in blends])
+def test_tying_k_and_v_at_the_same_width_loses_the_match_or_the_content():
+    """Section 2: separate W_k, W_v do both jobs exactly; tied to the label the query finds the
+    token and gets the label; tied to the content it cannot find the token and does worse than
+    no lookup. No tied W of the same width comes near separate's 0: blends of the two, with
+    random W_q at every gain, and random tied W."""
+    content, x, q, W_label, W_content = _tied_toy()
+    match, error = _lookup(x, q, content, W_label, W_content)
+    assert match > 0.999 and error < 1e-3
     guess = np.linalg.norm(content.mean(axis=1, keepdims=True) - content, axis=-1).mean()
-    assert tied[:, 1].min() > 0.9 and guess < 1.1          # the best blend barely beats no lookup
-    assert tied[0, 0] > 0.999 and tied[0, 1] > 4           # t = 0: the label comes back
-    assert tied[-1, 0] < 0.35                              # t = 1: the queries cannot find the content
-    assert tied[tied[:, 1].argmin(), 0] < 0.7              # the best blend matches badly too
+    match, error = _lookup(x, q, content, W_label, W_label)
+    assert match > 0.999 and error > 4                      # the label comes back
+    match, error = _lookup(x, q, content, W_content, W_content)
+    assert match < 0.35 and error > guess + 0.2             # lost: worse than no lookup
     rng = np.random.default_rng(1)
-    for W in blends[::20]:                                 # no W_q rescues a tied W
-        errors = [match_and_error(W, W, W_q=g * rng.normal(size=(5, 2)))[1]
-                  for g in (0.1, 1, 10, 100) for _ in range(25)]
-        assert min(errors) > 0.85
+    for t in np.linspace(0, 1, 11):
+        W = (1 - t) * W_label + t * W_content
+        errors = [_lookup(x, g * rng.normal(size=(3, 3)), content, W, W)[1] for g in (0.1, 1, 10, 100) for _ in range(10)]
+        assert min(errors + [_lookup(x, q, content, W, W)[1]]) > 1.0, t
+    for _ in range(50):
+        W = rng.normal(size=(6, 3))
+        assert _lookup(x, rng.normal(size=(3, 3)), content, W, W)[1] > 1.0
 
 
 def test_merging_heads_without_the_transpose_keeps_the_shape_and_mixes_tokens():
@@ -215,13 +216,28 @@ def test_merging_heads_without_the_transpose_keeps_the_shape_and_mixes_tokens():
 
 
 def test_a_tied_k_v_twice_as_wide_finds_the_token_and_returns_its_content_and_its_label():
-    """Section 2 says tying fails at the same width: it does not fail at any width."""
-    content, x, x_query, W_label, W_content = _tied_toy()
-    q = x_query @ np.hstack([W_label, np.zeros((5, 2))])
+    """Section 2 says tying fails at the same width: side by side, label and content both fit."""
+    content, x, q, W_label, W_content = _tied_toy()
+    q = np.hstack([q, np.zeros((3, 3))])
     kv = x @ np.hstack([W_label, W_content])
-    out = softmax(q @ kv.swapaxes(-1, -2) / 2.0) @ kv
-    assert np.linalg.norm(out[..., 2:] - content, axis=-1).mean() < 1e-3
-    np.testing.assert_allclose(out[..., :2], np.broadcast_to(q[:, :2], out[..., :2].shape), atol=1e-3)
+    out = softmax(q @ kv.swapaxes(-1, -2) / np.sqrt(3)) @ kv
+    assert np.linalg.norm(out[..., 3:] - content, axis=-1).mean() < 1e-3
+    np.testing.assert_allclose(out[..., :3], np.broadcast_to(q[:, :3], out[..., :3].shape), atol=1e-2)
+
+
+def test_minus_1e9_is_minus_inf_in_float16_and_a_fully_hidden_row_gives_nan():
+    """Section 4: -1e9 overflows float16 to -inf, so an all-hidden row is NaN; finfo.min gives a
+    uniform row; the package's masked_softmax gives 0."""
+    from qkv_viz import masked_softmax
+    with np.errstate(over="ignore", invalid="ignore"):
+        row = np.full(3, -1e9).astype(np.float16)
+        assert np.all(np.isneginf(row))
+        assert np.all(np.isnan(np.exp(row - row.max())))
+    row = np.full(3, np.finfo(np.float16).min).astype(np.float16)
+    e = np.exp(row - row.max())
+    np.testing.assert_allclose(e / e.sum(), 1 / 3, atol=1e-3)
+    assert np.isfinite(np.float32(-1e9))
+    np.testing.assert_array_equal(masked_softmax(np.zeros(3, np.float16), np.zeros(3, dtype=bool)), 0)
 
 
 def test_a_b_1_s_padding_mask_on_b_h_t_s_scores_masks_head_h_with_sentence_h():

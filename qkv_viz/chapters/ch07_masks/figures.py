@@ -9,7 +9,7 @@ HATCH = "////"                        # causal: white diagonals on the dark weig
 PAD_HATCH = ".."                      # padding: a grey cell (no weight colour is grey), dark dots
 CLICK_HATCH = "----"                  # the explorer's cells hidden by hand
 HATCH_COLOR = "white"                 # light and thick, to stand out on the dark weight-0 colour
-HATCH_LW = 1.6                        # (the live explorer, masks.js, draws its own grey hatches)
+HATCH_LW = 1.6                        # (the live explorer, masks.js, draws the same looks)
 PAD_FACE, PAD_EDGE = "0.72", "0.3"    # padding's fill and dots; a cell hidden by both gets both looks
 _LOOK = {PAD_HATCH: (PAD_FACE, PAD_EDGE)}   # hatch -> (fill or None, line colour); others: (None, white)
 

@@ -4,10 +4,10 @@
 // change: the mask = (causal ? key j <= query i : true) AND (key j < real keys) AND the
 // cells the reader clicked on; the weights = masked softmax of the scores (the formula of
 // qkv_viz.core.attention.masked_softmax: shift by the largest ALLOWED score, exp, divide;
-// a row with no allowed key gets all zeros, never NaN). Hidden cells keep the weight-0 colour and
-// are hatched by the reason in light grey, as the chapter's matplotlib figures draw them
-// (figures.py: HATCH, PAD_HATCH, CLICK_HATCH): causal = '/', padding = '\\' (both, if both hide
-// the cell), clicked only = horizontal lines. Text is 14-15 px.
+// a row with no allowed key gets all zeros, never NaN). Hidden cells are drawn as the chapter's
+// matplotlib figures draw them (figures.py: HATCH, PAD_HATCH, CLICK_HATCH): causal = white '/'
+// over the weight-0 colour, padding = a grey cell with dark dots (both reasons: grey, dots and the
+// white '/'), clicked only = white horizontal lines. Text is 14-15 px.
 // Python may set causal, n_real, clicked and the token labels (fig.n_real = 2): sync()
 // moves the controls and redraws.
 
@@ -26,16 +26,19 @@ function reasonsOf(rows, cols, causal, nReal, clicked) {
 // mask[i, j] = 1 where no reason hides key j from query i
 const maskOf = (rows, cols, causal, nReal, clicked) => reasonsOf(rows, cols, causal, nReal, clicked).map((b) => (b ? 0 : 1));
 
-// Light grey lines (matplotlib's "0.75") over the cell's weight-0 colour: "/" causal, "\\" padding,
-// horizontal lines where only a click hides the cell.
+// figures.py's looks: white lines (HATCH_COLOR, HATCH_LW 1.6) for causal "/" and clicked "-";
+// padding filled with PAD_FACE "0.72" and dotted with PAD_EDGE "0.3".
 function hatch(ctx, x, y, w, hgt, why) {
   ctx.save();
   ctx.beginPath(); ctx.rect(x, y, w, hgt); ctx.clip();
-  ctx.lineWidth = 1.2;
-  ctx.strokeStyle = "#bfbfbf";
-  const lines = (x0, y0, x1, y1) => { for (let d = -hgt; d < w + hgt; d += 7) { ctx.beginPath(); ctx.moveTo(x + d + x0, y + y0); ctx.lineTo(x + d + x1, y + y1); ctx.stroke(); } };
-  if (why & 1) lines(0, hgt, hgt, 0);
-  if (why & 2) lines(0, 0, hgt, hgt);
+  if (why & 2) {
+    ctx.fillStyle = "#b8b8b8"; ctx.fillRect(x, y, w, hgt);
+    ctx.fillStyle = "#4d4d4d";
+    for (let dy = 3; dy < hgt; dy += 6) for (let dx = 3 + (dy % 12 ? 3 : 0); dx < w; dx += 6) ctx.fillRect(x + dx - 1, y + dy - 1, 2, 2);
+  }
+  ctx.lineWidth = 1.6;
+  ctx.strokeStyle = "#fff";
+  if (why & 1) for (let d = -hgt; d < w + hgt; d += 7) { ctx.beginPath(); ctx.moveTo(x + d, y + hgt); ctx.lineTo(x + d + hgt, y); ctx.stroke(); }
   if (why === 4) for (let d = 4; d < hgt; d += 7) { ctx.beginPath(); ctx.moveTo(x, y + d); ctx.lineTo(x + w, y + d); ctx.stroke(); }
   ctx.restore();
 }
@@ -90,7 +93,7 @@ function render({model, el}) {
     text(ctx, "keys (attended to)", left + S * cell / 2, height - 24, {align: "center", font: F14});
     text(ctx, "queries (attending)", 9, top + T * cell / 2, {align: "center", base: "middle", angle: -Math.PI / 2, font: F14});
     text(ctx, "attention weights after the mask", left, 17, {font: B15});
-    text(ctx, "hidden (weight exactly 0):  / causal   \\ padding   \u2014 clicked", 4, height - 6, {font: F14});
+    text(ctx, "hidden (weight exactly 0):  / causal   grey, dotted: padding   \u2014 clicked", 4, height - 6, {font: F14});
     drawColourBar(ctx, lut, left + S * cell + 14, top, 14, T * cell, "weights",
                   {font: F14, labelFont: F14, gap: 7, labelGap: 38});
     const focused = document.activeElement === pic.canvas;

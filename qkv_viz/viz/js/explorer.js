@@ -8,7 +8,7 @@
 // readouts; the pictures. Nothing of a d_k, scaling, temperature, metric or query
 // step goes back to Python for computing.
 
-const QUERY_OUTLINE = "#FFFFFF", SCALED = "#0072B2", UNSCALED = "#D55E00";   // style.SCALED_COLOR, UNSCALED_COLOR
+const QUERY_OUTLINE = "#FF3030", SCALED = "#0072B2", UNSCALED = "#D55E00";   // ch04 widget.QUERY_OUTLINE (red on every viridis colour), style.SCALED_COLOR, UNSCALED_COLOR
 const TICK = "13px sans-serif";   // tick numbers and small labels: >= 13 px, readable at the displayed size
 const POSITIVE = "#B2182B", NEGATIVE = "#2166AC";   // scores: the ends of style.SCORES_CMAP
 const METRIC_LABELS = {

@@ -10,8 +10,8 @@ error. Wrong answers get a hint, never the answer. Worked solutions are in
    values (B, S, d_v) -> output (B, T, d_v), weights (B, T, S), with T != S.
 2. ``check_lookup_available(fn)``: ``fn(query, keys, values, available, temperature) -> (output, weights)``:
    a soft lookup in which the books with ``available == False`` get weight exactly 0 (a mask).
-3. ``check_peak_temperature(fn)``: ``fn(dots, j) -> tau``, the temperature at which book ``j``'s weight
-   ``softmax(dots / tau)[j]`` is largest, within 0.1 % (the page's grid of 200 temperatures is too coarse).
+3. ``check_gains_when_warmer(fn)``: ``fn(dots, tau) -> (S,) bool``, True for each book whose weight
+   ``softmax(dots / tau)[j]`` rises as the temperature rises (the page's condition: d_j below the weighted mean).
 """
 from __future__ import annotations
 
@@ -183,91 +183,128 @@ def check_lookup_available(fn, seed=None) -> Feedback:
                                  "a token from reading the future.")
 
 
-# ---------------------------------------------------------------- exercise 3: where a middle book peaks
-PEAK_RTOL = 1e-3  # the reader's temperature must be within 0.1 % of the peak's
-PAGE_GRID_STEP = 100 ** (2 / 199) - 1  # neighbouring temperatures of the page's np.geomspace(0.01, 100, 200)
+# ---------------------------------------------------------------- exercise 3: who gains when attention gets flatter
+MARGIN = 1e-3  # every case keeps each |d_j - weighted mean| above this, so a right answer is never a coin toss
+
+
+def reference_gains_when_warmer(dots, tau):
+    """True for each book whose weight softmax(dots / tau)[j] rises as tau rises: dw_j/dtau = -(w_j / tau^2)(d_j - dbar),
+    with dbar = sum_i w_i d_i, so book j gains exactly when d_j < dbar."""
+    dots = np.asarray(dots, dtype=float)
+    return dots < softmax(dots / tau) @ dots
+
+
+def _rises(dots, j, tau, h=1e-4):
+    """Book j's weight at tau (1 + h) minus at tau (1 - h): the finite-difference check the messages quote."""
+    return _weight(dots, j, tau * (1 + h)) - _weight(dots, j, tau * (1 - h))
 
 
 def _weight(dots, j, tau):
     return float(softmax(np.asarray(dots, dtype=float) / tau)[j])
 
 
-def reference_peak_temperature(dots, j):
-    """The temperature at which ``softmax(dots / tau)[j]`` is largest. d log w_j / d tau = (sum_i w_i d_i - d_j) / tau^2,
-    and the weighted mean falls from max(dots) to mean(dots) as tau grows: bisect (in log tau) where it meets d_j."""
-    dots = np.asarray(dots, dtype=float)
-    lo, hi = np.log(1e-3), np.log(1e3)
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        w = softmax(dots / np.exp(mid))
-        lo, hi = (mid, hi) if w @ dots > dots[j] else (lo, mid)
-    return float(np.exp((lo + hi) / 2))
+def _clear(dots, tau):
+    return np.abs(np.asarray(dots) - softmax(np.asarray(dots) / tau) @ dots).min() > MARGIN
 
 
-def peak_cases(seed=None):
-    """(dots (S,), j): the page's dot products with Robot Chefs, then random books whose weight rises, then falls,
-    peaking inside [0.01, 100]."""
+def warmer_cases(seed=None):
+    """(dots (S,), tau): the page's dot products at four temperatures (Robot Chefs gains at the first two, loses at
+    the last two), then random dot products at random temperatures, each with a middle book that gains and one that
+    loses, and no book within MARGIN of the weighted mean."""
     lib = demo_library()
-    cases = [(lib.keys @ DEMO_QUERY, lib.titles.index("Robot Chefs"))]
+    page = lib.keys @ DEMO_QUERY
+    cases = [(page, tau) for tau in (0.3, 1.0, 3.0, 10.0)]
     rng = np.random.default_rng(seed)
-    while len(cases) < 4:
-        dots = rng.normal(scale=2.0, size=int(rng.integers(3, 8)))
-        j = int(np.argsort(dots)[-2])  # the runner-up
-        if dots[j] > dots.mean() + 0.2 and dots.max() > dots[j] + 0.2 and 0.02 < reference_peak_temperature(dots, j) < 50:
-            cases.append((dots, j))
+    while len(cases) < 8:
+        dots = rng.normal(scale=2.0, size=int(rng.integers(4, 8)))
+        tau = float(np.exp(rng.uniform(np.log(0.3), np.log(5.0))))
+        gains = reference_gains_when_warmer(dots, tau)
+        if _clear(dots, tau) and 2 <= gains.sum() <= len(dots) - 2 and not np.isclose(tau, 1.0, atol=0.1):
+            cases.append((dots, tau))
     return cases
 
 
-def check_peak_temperature(fn, seed=None) -> Feedback:
-    """``fn(dots, j)`` -> the temperature in [0.01, 100] at which book ``j``'s weight ``softmax(dots / tau)[j]`` is
-    largest, within 0.1 %: on the page's Robot Chefs, then on random runner-up books."""
+def _as_booleans(got):
+    a = np.asarray(got)
+    if a.dtype == bool:
+        return a
+    if a.dtype.kind in "iuf" and np.all(np.isin(a, (0, 1))):
+        return a.astype(bool)
+    return None
+
+
+_WARMER_MISTAKES = (  # (what the reader's function may have computed, the sentence that names it)
+    (lambda d, t: ~reference_gains_when_warmer(d, t),
+     "you returned the books whose weight falls. A book gains as tau rises while its dot product is below the "
+     "weighted mean sum_i w_i d_i, and loses once it is above."),
+    (lambda d, t: reference_gains_when_warmer(d, 1.0),
+     "you answered for tau = 1 on every case: the weights w_i of the weighted mean are softmax(dots / tau)."),
+    (lambda d, t: d < softmax(d * t) @ d,
+     "your weights multiply the dot products by tau; divide them by it: w = softmax(dots / tau)."),
+    (lambda d, t: d < d.mean(),
+     "you compared each dot product with their plain mean. The condition uses the mean weighted by the weights at "
+     "this temperature, sum_i w_i d_i with w = softmax(dots / tau)."),
+    (lambda d, t: d < d.max(),
+     "you marked every book but the top one. Only the books below the weighted mean sum_i w_i d_i gain; a runner-up "
+     "above it loses weight too."),
+)
+
+
+def _diagnose_warmer(answers, cases):
+    """The sentence of the one mistake that reproduces every one of the reader's answers, or None."""
+    for mistake, sentence in _WARMER_MISTAKES:
+        if all(np.array_equal(a, mistake(d, t)) for a, (d, t) in zip(answers, cases)):
+            return sentence
+    return None
+
+
+def check_gains_when_warmer(fn, seed=None) -> Feedback:
+    """``fn(dots, tau)`` -> a boolean array (S,): True for each book whose weight ``softmax(dots / tau)[j]`` rises as
+    the temperature rises from ``tau``. Run on the page's dot products at four temperatures, then on random ones."""
     if fn is None:
         return no_answer()
     if not callable(fn):
-        return Feedback(False, f"peak_temperature should be a function (def ...), got {type(fn).__name__}.")
-    cases = peak_cases(seed)
-    found = []
-    for i, (dots, j) in enumerate(cases):
-        where = "the page's dots, j = robot" if i == 0 else f"case {i + 1} of {len(cases)} (dots {np.round(dots, 2).tolist()}, j = {j})"
+        return Feedback(False, f"gains_when_warmer should be a function (def ...), got {type(fn).__name__}.")
+    cases, answers = warmer_cases(seed), []
+    for i, (dots, tau) in enumerate(cases):
+        where = (f"the page's dots at tau = {tau:g}" if i < 4 else
+                 f"case {i + 1} of {len(cases)} (dots {np.round(dots, 2).tolist()}, tau = {tau:.3g})")
         try:
             with time_limit(TIME_LIMIT):
-                got = fn(dots.copy(), j)
+                got = fn(dots.copy(), tau)
         except TimeLimitExceeded:
-            return Feedback(False, f"On {where}, peak_temperature was still running after {TIME_LIMIT:g} s and was "
-                                   "stopped. A grid of a million temperatures or fifty bisection steps is plenty.")
+            return Feedback(False, f"On {where}, gains_when_warmer was still running after {TIME_LIMIT:g} s and was "
+                                   "stopped. One softmax and one weighted mean are enough.")
         except NotImplementedError:
             return Feedback(False, NOT_IMPLEMENTED, pending=True)
         except Exception as exc:  # noqa: BLE001 - the reader's code: any error is feedback
-            return Feedback(False, f"On {where}, peak_temperature raised {type(exc).__name__}: {exc}")
+            return Feedback(False, f"On {where}, gains_when_warmer raised {type(exc).__name__}: {exc}")
         if got is None:
-            return Feedback(False, RETURNS_NONE if i == 0 else f"On {where}, peak_temperature returned None.",
+            return Feedback(False, RETURNS_NONE if i == 0 else f"On {where}, gains_when_warmer returned None.",
                             pending=i == 0)
-        try:
-            a = as_array(got)[0].astype(float)
-        except Exception as exc:  # noqa: BLE001
-            return Feedback(False, f"On {where}, peak_temperature should return one number: {exc}")
-        if a.size != 1:
-            return Feedback(False, f"On {where}, peak_temperature returned shape {a.shape}: return one number, "
-                                   "the temperature (for a grid, the entry at the argmax).")
-        t, want = float(a.ravel()[0]), reference_peak_temperature(dots, j)
-        if not np.isfinite(t) or t <= 0:
-            return Feedback(False, f"On {where}, peak_temperature returned {t}: a temperature is a positive number.")
-        if abs(t - want) <= PEAK_RTOL * want:
-            found.append(t)
-            continue
-        top = _weight(dots, j, want)
-        if abs(t - top) <= 1e-3 * top:
-            return Feedback(False, f"On {where}, you returned {t:.4f}, the largest weight itself: return the "
-                                   "temperature at which it occurs.")
-        if abs(np.log(t / want)) <= 1.5 * np.log1p(PAGE_GRID_STEP):
-            return Feedback(False, f"On {where}, {t:.4g} is close but not within 0.1 % of the peak: a grid as "
-                                   f"coarse as the page's (neighbours {100 * PAGE_GRID_STEP:.1f} % apart) is not "
-                                   "fine enough. Use many more temperatures, or bisect.")
-        side = "higher" if t < want else "lower"
-        return Feedback(False, f"On {where}, at tau = {t:.4g} book j's weight is {_weight(dots, j, t):.4f}, but "
-                               f"it is larger at a {side} temperature. Is it softmax(dots / tau)[j] you maximise, "
-                               "over temperatures from 0.01 to 100?")
-    return Feedback(True, f"Robot Chefs peaks at tau = {found[0]:.3f}, with weight {_weight(*cases[0], found[0]):.3f}; "
-                          "the random runners-up agree too. At the peak, book j's dot product equals the weighted "
-                          "mean of all of them, sum_i w_i d_i: while d_j is below that mean, warming gives book j "
-                          "weight; once it is above, warming takes weight away.")
+        a = _as_booleans(got)
+        if a is None:
+            return Feedback(False, f"On {where}, gains_when_warmer returned {np.asarray(got)!r}: return booleans, "
+                                   "True for a book that gains weight, e.g. the result of a comparison with <.")
+        if a.shape != dots.shape:
+            return Feedback(False, f"On {where}, gains_when_warmer returned shape {a.shape}; expected {dots.shape}, "
+                                   "one True or False per book.")
+        answers.append(a)
+    for i, (a, (dots, tau)) in enumerate(zip(answers, cases)):
+        wrong = np.flatnonzero(a != reference_gains_when_warmer(dots, tau))
+        if wrong.size:
+            where = (f"the page's dots at tau = {tau:g}" if i < 4 else
+                     f"case {i + 1} of {len(cases)} (dots {np.round(dots, 2).tolist()}, tau = {tau:.3g})")
+            j = int(wrong[0])
+            hint = _diagnose_warmer(answers, cases)
+            return Feedback(False, f"On {where}, book {j}'s weight {'rises' if _rises(dots, j, tau) > 0 else 'falls'} "
+                                   f"as tau rises a little, but you returned {bool(a[j])} for it."
+                                   + (f" It looks as if {hint}" if hint else " Compare each dot product with the "
+                                      "weighted mean sum_i w_i d_i at this temperature."))
+    page = cases[0][0]
+    robot = demo_library().titles.index("Robot Chefs")
+    return Feedback(True, f"Right on every case. At tau = 0.3 and 1 Robot Chefs (dot product {page[robot]:.2f}) gains "
+                          "from warming; at 3 and 10 it loses: it peaks in between, where its dot product equals the "
+                          "weighted mean. The top book is always above the mean and only loses; the bottom book is "
+                          "always below it and only gains. A model that shortens its queries warms the head, so it "
+                          "moves weight to exactly the books your function marks.")

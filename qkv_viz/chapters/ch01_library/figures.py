@@ -71,7 +71,7 @@ def _place_labels(ax, labels, arrows, relayout=True):
         x, y = tip
         base = np.arctan2(y, x) if (x, y) != (0, 0) else np.pi / 2
         spots = [(turn, dist) for turn in (0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180)
-                 for dist in (1.0, 1.4, 1.8)]
+                 for dist in (1.0, 1.4, 1.8, 2.4, 3.0)]
         for turn, dist in spots + [(0, 1.0)]:  # nowhere free: straight outward
             u = np.array([np.cos(base + np.radians(turn)), np.sin(base + np.radians(turn))])
             centre = tip_px + u * (dist * LABEL_OFFSET_PT * to_px + np.abs(u) @ (half - 2.0))
@@ -107,7 +107,7 @@ def plot_library(library, query, ax=None, weights=None, relayout=True):
     ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal",
            xlabel=f"key[0]: {KEY_AXES[0]}", ylabel=f"key[1]: {KEY_AXES[1]}")
     ax.set_xticks([-2, 0, 2])
-    ax.set_yticks([-2, 0, 2])  # no tick at -1, where the leftmost key's label may sit
+    ax.set_yticks([-2, 2])  # no tick at 0 or -1, where the leftmost key's label may sit (history, on the x axis)
     arrows, specs = [], []
     for key, lw in zip(library.keys[:, :2], lws):
         head = 8 + 1.5 * lw
@@ -225,7 +225,7 @@ def weights_vs_temperature(temperatures, weights, library, ax=None, marks=(1.0, 
     ax.text(hi, 1 / library.n_books + 0.02, f"1/{library.n_books}", ha="right", va="bottom",
             color="0.45", fontsize=style.FONT_PT)
     for t, name, side in zip(marks, ("τ = 1 ", r" $\sqrt{d_k}$"), ("right", "left")):  # one label each side
-        ax.text(t, 1.0, name, ha=side, va="top", color="0.35", fontsize=style.FONT_PT)
+        ax.text(t, 0.9, name, ha=side, va="top", color="0.35", fontsize=style.FONT_PT)  # below the "q × c" row
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=style.FONT_PT)
     title = f"cold: one book takes everything; hot: every book tends to 1/{library.n_books}"
     if longer is not None:

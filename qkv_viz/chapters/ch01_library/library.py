@@ -22,7 +22,7 @@ import numpy as np
 from qkv_viz.core.validate import as_array, positive_number
 from qkv_viz.core.attention import scaled_dot_product_attention
 
-KEY_AXES = ("about AI", "about food")  # what the two key coordinates mean
+KEY_AXES = ("AI (+) or history (−)", "about food")  # what the two key coordinates mean: one scale from AI to history, and food
 VALUE_AXES = ("AI facts", "recipes", "history")  # what the three value entries mean
 
 
@@ -53,14 +53,14 @@ class Library:
 
 
 def demo_library() -> Library:
-    """Five books; keys in 2-D (about AI, about food), values in 3-D (AI facts, recipes, history)."""
+    """Five books; keys in 2-D (AI (+) or history (-), about food), values in 3-D (AI facts, recipes, history)."""
     titles = ("Attention Explained", "Deep Learning Basics", "Kitchen Chemistry",
               "Robot Chefs", "A History of Libraries")
-    keys = np.array([[2.0, 0.0],    # pure AI
-                     [1.5, -0.5],   # AI, a little "anti-food"
-                     [0.0, 2.0],    # pure food
-                     [1.2, 1.2],    # both
-                     [-1.0, -0.5]])  # anti-AI, a little anti-food
+    keys = np.array([[2.0, 0.0],    # all AI
+                     [1.5, 0.0],    # AI, a shorter label
+                     [0.0, 2.0],    # all food
+                     [1.2, 1.2],    # AI and food
+                     [-1.5, 0.0]])  # history
     values = np.array([[0.9, 0.0, 0.1],
                        [0.8, 0.0, 0.2],
                        [0.0, 0.9, 0.1],

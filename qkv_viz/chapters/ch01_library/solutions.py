@@ -31,11 +31,12 @@ def lookup_available(query, keys, values, available, temperature):
     return weights @ values, weights                       # (S,) @ (S, d_v) -> (d_v,)
 
 
-# Exercise 3: a grid of temperatures much finer than the page's, then the argmax of book j's column.
-def peak_temperature(dots, j):
-    """dots (S,): the dot products q . k_j; j: a book -> the temperature in [0.01, 100] where its weight peaks."""
-    taus = np.geomspace(0.01, 100, 100_001)[:, None]         # (100001, 1): neighbours 0.01 % apart
-    scores = np.asarray(dots) / taus                         # (S,) / (100001, 1) -> (100001, S)
-    e = np.exp(scores - scores.max(axis=1, keepdims=True))
-    w = e / e.sum(axis=1, keepdims=True)                     # row i = the weights at taus[i]
-    return float(taus[np.argmax(w[:, j]), 0])
+# Exercise 3: the page's condition. Book j gains from warming while d_j is below the weighted mean sum_i w_i d_i.
+def gains_when_warmer(dots, tau):
+    """dots (S,): the dot products q . k_j; tau > 0 -> (S,) bool: True where the weight rises as tau rises."""
+    dots = np.asarray(dots, dtype=float)
+    s = dots / tau                                           # (S,): the scores at this temperature
+    e = np.exp(s - s.max())
+    w = e / e.sum()                                          # (S,): the weights at tau
+    mean = w @ dots                                          # (S,) @ (S,) -> (): the weighted mean of the dots
+    return dots < mean                                       # below the weighted mean: warming gives weight

@@ -16,7 +16,7 @@ def stub(*args):
 CHECKS = [  # (checker, solution)
     (ch01.check_lookup_many, solutions.lookup_many),
     (ch01.check_lookup_available, solutions.lookup_available),
-    (ch01.check_peak_temperature, solutions.peak_temperature),
+    (ch01.check_gains_when_warmer, solutions.gains_when_warmer),
 ]
 
 
@@ -28,7 +28,7 @@ def test_every_solution_passes_its_checker(check, solution):
 
 @pytest.mark.parametrize("check, placeholder", [(c, None) for c, _ in CHECKS]
                          + [(ch01.check_lookup_many, stub), (ch01.check_lookup_available, stub),
-                            (ch01.check_peak_temperature, stub)])
+                            (ch01.check_gains_when_warmer, stub)])
 def test_placeholders_are_no_answer_yet_not_errors(check, placeholder):
     fb = check(placeholder)
     assert not fb and fb.pending
@@ -39,6 +39,7 @@ def test_placeholders_are_no_answer_yet_not_errors(check, placeholder):
 def test_code_solutions_pass_on_any_fresh_cases(seed):
     assert ch01.check_lookup_many(solutions.lookup_many, seed=seed)
     assert ch01.check_lookup_available(solutions.lookup_available, seed=seed)
+    assert ch01.check_gains_when_warmer(solutions.gains_when_warmer, seed=seed)
 
 
 def test_cases_have_t_different_from_s_a_batch_and_a_huge_score():
@@ -129,31 +130,43 @@ def test_available_cases_mask_something_keep_something_and_have_a_huge_score():
     assert (k[~a] @ q).max() / t > 709  # a masked book that would overflow a naive exp
 
 
-def test_peak_temperature_agrees_with_the_pages_printed_peak_and_a_fine_grid():
-    """The page prints Robot Chefs' peak on its 200-point grid as tau = 1.3; the reference is within one grid step of it,
-    and at the reference no temperature of a fine grid gives Robot Chefs more weight."""
+def test_the_condition_agrees_with_a_finite_difference_and_with_the_pages_peak():
+    """Book j gains from warming exactly when d_j < sum_i w_i d_i (checked against the weights themselves on every case);
+    on the page Robot Chefs gains at tau = 0.3 and 1 and loses at 3 and 10 (the praise says so), and its line on the
+    page's 200-point grid peaks where the weighted mean is within 0.05 of its own dot product (the page prints both)."""
+    for seed in range(4):
+        for dots, tau in ch01.warmer_cases(seed=seed):
+            rises = np.array([ch01._rises(dots, j, tau) > 0 for j in range(len(dots))])
+            np.testing.assert_array_equal(ch01.reference_gains_when_warmer(dots, tau), rises)
+            np.testing.assert_array_equal(solutions.gains_when_warmer(dots, tau), rises)
     lib = demo_library()
     dots, robot = lib.keys @ DEMO_QUERY, lib.titles.index("Robot Chefs")
-    t = ch01.reference_peak_temperature(dots, robot)
-    grid = np.geomspace(0.01, 100, 200)
-    coarse = grid[softmax(dots / grid[:, None])[:, robot].argmax()]
-    assert round(coarse, 1) == 1.3 and abs(np.log(t / coarse)) < np.log1p(ch01.PAGE_GRID_STEP)
-    fine = np.geomspace(0.01, 100, 200_001)
-    assert softmax(dots / fine[:, None])[:, robot].max() <= softmax(dots / t)[robot] + 1e-12
-    for d, j in ch01.peak_cases(seed=3):
-        assert abs(solutions.peak_temperature(d, j) / ch01.reference_peak_temperature(d, j) - 1) < ch01.PEAK_RTOL
+    assert [ch01.reference_gains_when_warmer(dots, t)[robot] for t in (0.3, 1.0, 3.0, 10.0)] == [True, True, False, False]
+    grid = np.geomspace(0.01, 100, 200)[:, None]
+    w = softmax(dots / grid)
+    peak = int(w[:, robot].argmax())
+    assert abs(w[peak] @ dots - dots[robot]) < 0.05
+
+
+def _complement(d, t):
+    return ~solutions.gains_when_warmer(d, t)
 
 
 @pytest.mark.parametrize("answer, words", [
-    (lambda d, j: round(solutions.peak_temperature(d, j), 1), "not within 0.1 %"),
-    (lambda d, j: 0.5, "larger at a higher temperature"),
-    (lambda d, j: 5.0, "larger at a lower temperature"),
-    (lambda d, j: softmax(d / solutions.peak_temperature(d, j))[j], "the largest weight itself"),
-    (lambda d, j: np.geomspace(0.01, 100, 200), "return one number"),
-    (lambda d, j: -1.0, "positive number"),
-    (lambda d, j: 1 / 0, "ZeroDivisionError"),
+    (_complement, "whose weight falls"),
+    (lambda d, t: d < d.mean(), "plain mean"),
+    (lambda d, t: d < d.max(), "every book but the top one"),
+    (lambda d, t: d < softmax(d * t) @ d, "multiply the dot products by tau"),
+    (lambda d, t: np.zeros(len(d), dtype=bool), "weighted mean sum_i w_i d_i at this temperature"),
+    (lambda d, t: (d < softmax(d / t) @ d)[:-1], "returned shape"),
+    (lambda d, t: softmax(d / t), "return booleans"),
+    (lambda d, t: 1 / 0, "ZeroDivisionError"),
 ])
-def test_peak_temperature_mistakes_are_named_without_the_answer(answer, words):
-    fb = ch01.check_peak_temperature(answer, seed=0)
+def test_gains_when_warmer_mistakes_are_named(answer, words):
+    fb = ch01.check_gains_when_warmer(answer, seed=0)
     assert not fb and not fb.pending and words in fb.message, fb.message
-    assert "1.309" not in fb.message
+
+
+def test_tau_1_answer_is_named():
+    fb = ch01.check_gains_when_warmer(lambda d, t: solutions.gains_when_warmer(d, 1.0), seed=0)
+    assert not fb and "answered for tau = 1" in fb.message, fb.message

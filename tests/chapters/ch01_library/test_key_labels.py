@@ -29,7 +29,7 @@ def off_the_arrow(origin, tip, c):
 
 
 @pytest.mark.skipif(node_path() is None, reason="node is not installed")
-@pytest.mark.parametrize("key", [(2.0, 0.0), (1.5, -0.5), (0.0, 2.0), (1.2, 1.2), (-1.0, -0.5), (-2.0, 0.0),
+@pytest.mark.parametrize("key", [(2.0, 0.0), (1.5, 0.0), (1.5, -0.5), (0.0, 2.0), (1.2, 1.2), (-1.5, 0.0), (-1.0, -0.5), (-2.0, 0.0),
                                  (0.0, -2.0), (-2.0, 2.0)])
 def test_each_label_is_inside_the_box_and_off_its_arrow(key):
     lim = 2.6  # the page's: the largest coordinate 2.0, times 1.3

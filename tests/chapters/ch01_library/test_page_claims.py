@@ -48,7 +48,7 @@ def test_many_readers_each_read_their_own_book():
     """The page's three readers (rows of Q) against the library: one matrix product, the
     package's attention, and each reader's top book is the one the page's story says."""
     lib = demo_library()
-    Q = np.array([DEMO_QUERY, [0.0, 1.5], [-1.5, -0.5]])  # AI student, cook, historian
+    Q = np.array([DEMO_QUERY, [0.0, 1.5], [-1.5, 0.0]])  # AI student, cook, historian
     out, w = scaled_dot_product_attention(Q, lib.keys, lib.values)  # scale=True: / sqrt(d_k)
     assert [lib.titles[j] for j in w.argmax(axis=1)] == ["Attention Explained", "Kitchen Chemistry",
                                                          "A History of Libraries"]

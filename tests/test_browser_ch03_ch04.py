@@ -18,6 +18,14 @@ pytestmark = pytest.mark.browser
 NUMBERS_JS = "(node) => node.closest('.qkv-figure').parentElement.qkv"
 
 
+
+def _plane_px(box, x, y):
+    """Page pixels of the point (x, y) of the query plane (its box at (30, 26), 256 px square): the
+    plane spans the query's range 3 or the longest key coordinate, plus a margin (vector_move.py, .js)."""
+    from qkv_viz.chapters.ch03_toy.toy import TOY_K
+    lim = max(3.0, float(np.abs(TOY_K).max())) + 0.35
+    return box["x"] + 30 + 256 * (x + lim) / (2 * lim), box["y"] + 26 + 256 * (lim - y) / (2 * lim)
+
 def _page(*figures) -> str:
     from qkv_viz.viz.canvas import static_html
     body = "\n".join(static_html(f) for f in figures)
@@ -49,9 +57,9 @@ def test_vector_move_follows_drag_and_keys():
         assert first["settings"]["q"] == list(TOY_Q[0])
         assert first["sameAsKey"] is None, "q0 equals no key: the label must not say it does"
         _assert_core(first)
-        # drag the query's tip from (1, 2) to about (-2, 0.5): the plane spans -3..3 over 256 px
+        # drag the query's tip from (1, 2) to about (-2, 0.5): the plane spans -PLANE..PLANE over 256 px
         box = fig.locator(".qkv-query-plane").bounding_box()
-        px = lambda x, y: (box["x"] + 30 + 256 * (x + 3) / 6, box["y"] + 26 + 256 * (3 - y) / 6)
+        px = lambda x, y: _plane_px(box, x, y)  # noqa: E731
         page.mouse.move(*px(1, 2))
         page.mouse.down()
         for t in np.linspace(0, 1, 6)[1:]:
@@ -140,7 +148,7 @@ def test_live_vector_move_in_jupyterlab_syncs_the_dragged_query_to_python():
             fig.wait_for(timeout=60_000)
             fig.scroll_into_view_if_needed()
             box = fig.locator(".qkv-query-plane").bounding_box()
-            px = lambda x, y: (box["x"] + 30 + 256 * (x + 3) / 6, box["y"] + 26 + 256 * (3 - y) / 6)  # noqa: E731
+            px = lambda x, y: _plane_px(box, x, y)  # noqa: E731
             book.page.mouse.move(*px(1, 2))
             book.page.mouse.down()
             for t in np.linspace(0, 1, 6)[1:]:

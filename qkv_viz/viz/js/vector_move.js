@@ -15,7 +15,7 @@ const Q_TEXT = "#A04000", SHARE_TEXT = ["#007A59", "#1F6E9E", "#A14A7F", "#7A6F0
 const OUTPUT_COLOUR = "#000";   // orange is the query's alone
 // 13 px text throughout (the book's shared 12 px renders a little small in this 300 px figure)
 const F13 = "13px sans-serif", B13 = "bold 13px sans-serif";
-const Q_LIM = 3;   // the query plane shows -3..3 on both axes (widget.py refuses |q_i| > 3)
+const Q_LIM = 3;   // the query moves in -3..3 on both axes (widget.py refuses |q_i| > 3); the plane adds a margin
 
 // A plane: data coordinates [lo, hi]^2 in a square box of the canvas.
 function plane(lo, hi, box) {
@@ -112,7 +112,10 @@ function render({model, el}) {
   let lo = 0, hi = 0;
   for (let i = 0; i < S * dV; i++) { lo = Math.min(lo, values[i]); hi = Math.max(hi, values[i]); }
   const pad = 0.25 * (hi - lo || 1);
-  const qp = plane(-Q_LIM, Q_LIM, {x: 30, y: 26, w: 256, h: 256});
+  // query plane: -3..3 and a margin, as vector_move.py draws it, so a key at the edge keeps its arrowhead
+  let keyMax = Q_LIM;
+  for (let i = 0; i < 2 * S; i++) keyMax = Math.max(keyMax, Math.abs(keys[i]));
+  const qp = plane(-(keyMax + 0.35), keyMax + 0.35, {x: 30, y: 26, w: 256, h: 256});
   const vp = plane(lo - pad, hi + pad, {x: 30, y: 26, w: 256, h: 256});
 
   function drawLeft(r) {

@@ -46,3 +46,30 @@ def test_a_reopened_restore_race_forgives_only_its_own_line_and_only_since_the_o
     lab._forgive_restore_race(since)
     assert len(lab.known_errors) == 1 and "get_model" in lab.known_errors[0]
     assert len(lab.console_errors) == 3, lab.console_errors
+
+
+SUBSHELL = "Error: Canceled future for create_subshell_request message before replies were done"
+
+
+class _Error(Exception):
+    def __init__(self, message, stack):
+        super().__init__(message)
+        self.stack = stack
+
+
+def _throw(book, message, stack):
+    book.page_errors = []
+    book._page_error(_Error(message, stack))
+
+
+def test_lab_subshell_bookkeeping_is_known_only_without_a_frame_outside_lab_core():
+    lab = _book("lab")
+    _throw(lab, SUBSHELL, "")                                              # no stack: lab's own
+    assert lab.known_errors and not lab.page_errors
+    _throw(lab, SUBSHELL, f"{SUBSHELL}\n    at f (http://127.0.0.1:1/static/lab/jlab_core.1.js:1:1)")
+    assert not lab.page_errors
+    _throw(lab, SUBSHELL, f"{SUBSHELL}\n    at f (http://127.0.0.1:1/files/qkv_viz/viz/js/a.js:1:1)")
+    assert len(lab.page_errors) == 1, "the same words from the book's own code are a problem"
+    nb7 = _book("notebook7")
+    _throw(nb7, SUBSHELL, "")
+    assert len(nb7.page_errors) == 1, "only JupyterLab's subshell start is known"

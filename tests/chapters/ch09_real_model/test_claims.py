@@ -248,11 +248,12 @@ def test_shuffled_words_keep_the_position_heads(model, trace):
     assert on_next.min() < 0.2 and on_next.max() > 0.9
 
 
-def test_removing_cls_weight_moves_A_more_than_its_length(model, trace):
-    """ "In layers 1 to 4, A moves by more than its length" when [CLS]'s weight is spread over the rest."""
+def test_removing_cls_weight_would_move_the_output_more_than_its_length(model, trace):
+    """ "In layers 1 to 4 the change would exceed the attention output itself" when [CLS]'s weight is spread
+    over the rest (both measured against |X|, means over queries; the output includes b_o)."""
     from qkv_viz import split_heads
     c = model.config
-    moved = []
+    out_size, change_size = [], []
     for l, layer in enumerate(model.layers):
         p, x = layer.attn, trace.hidden_states[l]
         vo = split_heads(x @ p.W_v + p.b_v, c.n_heads) @ p.W_o.reshape(c.n_heads, -1, c.d_model)
@@ -260,6 +261,35 @@ def test_removing_cls_weight_moves_A_more_than_its_length(model, trace):
         w_cut = w.copy()
         w_cut[..., 0] = 0
         w_cut /= w_cut.sum(-1, keepdims=True)
-        A, A_cut = ((ww @ vo).sum(0) for ww in (w, w_cut))
-        moved.append((np.linalg.norm(A_cut - A, axis=-1) / np.linalg.norm(A, axis=-1)).mean())
-    assert min(moved[1:5]) > 1 and moved[0] < 1 and moved[5] < 1
+        attn_out = (w @ vo).sum(0) + p.b_o
+        np.testing.assert_allclose(attn_out, _attention_output(model, trace, l), atol=1e-9)
+        nx = np.linalg.norm(x, axis=-1)
+        out_size.append((np.linalg.norm(attn_out, axis=-1) / nx).mean())
+        change_size.append((np.linalg.norm(((w_cut - w) @ vo).sum(0), axis=-1) / nx).mean())
+    out_size, change_size = np.array(out_size), np.array(change_size)
+    assert np.all(change_size[1:5] > out_size[1:5])
+    assert change_size[0] < out_size[0] and change_size[5] < out_size[5]
+    assert np.all(change_size[1:5] > 0.4)  # "it would rewrite the output"
+
+
+def _attention_output(model, trace, l):
+    from qkv_viz.core.multihead import multi_head_attention
+    x = trace.hidden_states[l]
+    out, _ = multi_head_attention(x, x, model.layers[l].attn, model.config.n_heads)
+    return out
+
+
+def test_the_score_is_nearly_all_the_word_word_term(model, trace):
+    """The four terms of the score of 'it' -> 'animal' in layer 3 head 1: they sum to the score, the word-word
+    term is "nearly all of it", and q . b_k and b_q . b_k are the same for every key of the row."""
+    c = model.config
+    i, j = trace.tokens.index("it"), trace.tokens.index("animal")
+    x, p = trace.hidden_states[3], model.layers[3].attn
+    cols = slice(1 * c.d_k, 2 * c.d_k)
+    xq, xk = (x @ p.W_q)[:, cols], (x @ p.W_k)[:, cols]
+    b_q, b_k = p.b_q[cols], p.b_k[cols]
+    terms = np.array([xq[i] @ xk[j], b_q @ xk[j], xq[i] @ b_k, b_q @ b_k]) / np.sqrt(c.d_k)
+    q, k = _head_qk(model, trace, 3, 1)
+    assert np.isclose(terms.sum(), q[i] @ k[j] / np.sqrt(c.d_k))
+    assert round(terms.sum(), 2) == 3.83
+    assert abs(terms[0] - terms.sum()) < 0.1 * terms.sum()

@@ -153,7 +153,7 @@ def encoder_layer_diagram(config, T: int | str = "T", ax=None):
     row = [box(0.6, top, 1.0, "X", f"{T} × {d}", data),
            box(2.25, top, 1.9, "Q, K, V = X W + b", f"{H} × {T} × {d_k}", attn, style.KEY_COLOR),
            box(4.55, top, 2.3, f"softmax(Q Kᵀ/√{d_k}) V", f"{H} heads: {H} × {T} × {d_k}", attn, style.KEY_COLOR),
-           box(7.0, top, 2.1, "concat · W_o + b_o", f"A: {T} × {d}", attn, style.KEY_COLOR)]
+           box(7.0, top, 2.1, "concat · W_o + b_o", f"Attn: {T} × {d}", attn, style.KEY_COLOR)]
     row.append(plus(P, top))
     row.append(box(LN, top, 1.7, "LayerNorm", f"Y: {T} × {d}", data))
     for (_, right), (left, _) in zip(row, row[1:]):

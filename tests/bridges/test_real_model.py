@@ -59,6 +59,10 @@ def test_offline_setting_does_not_leak(hf_outputs):
 
 def test_unknown_model_name_offline_is_a_clear_error(hf_outputs, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub reads HF_HUB_OFFLINE once, when it is imported (hf_outputs imported it):
+    # without this, the lookup retries DNS for ~25 s before the same error.
+    hub_constants = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(FileNotFoundError, match="path='no-such-org/no-such-model-qkv'"):
         load_model("no-such-org/no-such-model-qkv")
 

@@ -234,10 +234,10 @@ def weights_vs_temperature(temperatures, weights, library, ax=None, marks=(1.0, 
     return lines
 
 
-def output_as_sum(contributions, library, value_axes, ax=None, label_min=0.04):
+def output_as_sum(contributions, library, value_axes, ax=None, label_min=0.07):
     """The output as the weighted sum of the values: one stacked bar per value entry (rows of
     the picture: ``value_axes``), one segment per book, ``contributions[j] = w_j * v_j``, in the
-    book's colour of ``weights_vs_temperature``; segments of at least ``label_min`` carry their
+    book's colour of ``weights_vs_temperature``; segments of at least ``label_min`` (wide enough for the text) carry their
     number, each bar's total (the output's entry) is written at its end.
 
     contributions: (n_books, d_v). Returns the list of BarContainers, one per book.

@@ -283,3 +283,38 @@ def plot_sentence_weights(weights, sentences, conditions, axes=None):
                 ax.set_ylabel(f"“{words}”\nquery")
     axes[0, 0].figure.colorbar(ims[-1], ax=list(axes.ravel()), fraction=0.04, pad=0.02, label="weights")
     return ims
+
+
+def plot_rope_toy(q, keys, m: int, base: float = 10000.0, pair: int = 0, query_name: str = "q", ax=None):
+    """One pair of a query and of some keys in its plane: dashed as projected (position 0),
+    solid as RoPE turns them, the query to position ``m``, each key to its own.
+
+    ``keys`` maps a name to (k, n): the key vector (d_k,) and its position. The legend gives each
+    key's part of q_m . k_n in this pair."""
+    q = as_array("q", q, ndim=1)
+    a, b = pair_index(q.shape[0], "adjacent")[0][pair], pair_index(q.shape[0], "adjacent")[1][pair]
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(0.8, 0.5), layout="constrained")
+    qm = apply_rope(q[None], [m], base)[0][[a, b]]
+    arrows = [(q[[a, b]], qm, style.QUERY_COLOR, f"{query_name} (query) at {m}")]
+    for name, (k, n) in keys.items():
+        k = as_array(name, k, ndim=1)
+        kn = apply_rope(k[None], [n], base)[0][[a, b]]
+        arrows.append((k[[a, b]], kn, style.KEY_COLOR, f"{name} (key) at {n}: {qm @ kn:+.2f}"))
+    r = max(np.hypot(*v) for _, v, _, _ in arrows)
+    arts = [ax.add_patch(plt.Circle((0, 0), r, fill=False, ls=":", color="#999"))]
+    for before, after, colour, label in arrows:
+        arts.append(ax.annotate("", xy=tuple(before), xytext=(0, 0), arrowprops=dict(
+            arrowstyle="-|>", color=colour, lw=1.2, alpha=0.5, ls=(0, (3, 3)))))
+        arts.append(ax.annotate("", xy=tuple(after), xytext=(0, 0), arrowprops=dict(
+            arrowstyle="-|>", color=colour, lw=2.2)))
+        name = label.split(" (")[0]
+        arts.append(ax.text(*(1.2 * after), name, color=colour, ha="center", va="center",
+                            fontsize=style.FONT_PT, fontweight="bold"))
+    ax.set(xlim=(-1.5 * r, 1.5 * r), ylim=(-1.5 * r, 1.5 * r), aspect="equal",
+           xlabel=f"coordinate {a}", ylabel=f"coordinate {b}")
+    ax.set_title(f"pair {pair}: dashed unturned, solid turned by RoPE", fontsize=style.FONT_PT)
+    parts = "\n".join(label for _, _, _, label in arrows)
+    arts.append(ax.text(1.04, 0.5, f"pair {pair}'s part of $q_m \\cdot k_n$\n\n{parts}",
+                        transform=ax.transAxes, va="center", ha="left", fontsize=style.FONT_PT))
+    return arts

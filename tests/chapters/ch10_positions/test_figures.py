@@ -190,3 +190,17 @@ def test_sentence_weights_grid_has_one_map_per_sentence_and_condition_with_label
         figures.plot_sentence_weights([w], ["dog bites man", "man bites dog"], ["none", "RoPE"])
     with pytest.raises(ValueError, match="must be"):
         figures.plot_sentence_weights([[np.eye(2)]], ["dog bites man"], ["none"])
+
+
+def test_rope_toy_draws_pair_0_turned_to_each_position_and_names_the_pair_parts():
+    W_q, W_k, _ = toy.constructed()
+    X = toy.sentence("dog bites man")
+    q, k = (X @ W_q)[1], (X @ W_k)[0]
+    fig, ax = plt.subplots()
+    arts = figures.plot_rope_toy(q, {"dog": (k, 0), "man": (k, 2)}, m=1, query_name="bites", ax=ax)
+    turned = [a.xy for a in arts if hasattr(a, "xy") and hasattr(a, "arrow_patch")][1::2]   # solid arrows
+    np.testing.assert_allclose(turned[0], 2 * np.array([np.cos(1.0), np.sin(1.0)]))    # q at 1
+    np.testing.assert_allclose(turned[1], [0, 2], atol=1e-12)                           # dog's key at 0
+    np.testing.assert_allclose(turned[2], 2 * np.array([-np.sin(2.0), np.cos(2.0)]))   # man's key at 2
+    text = arts[-1].get_text()
+    assert f"dog (key) at 0: {4 * np.sin(1.0):+.2f}" in text and f"man (key) at 2: {-4 * np.sin(1.0):+.2f}" in text

@@ -32,7 +32,7 @@ def test_the_pages_projections_are_the_toys():
         if c["cell_type"] != "code":
             continue
         for line in "".join(c["source"]).splitlines():
-            if line.startswith(("W_q", "W_k", "W_v", "c, s = ", "R1 = ")):
+            if line.startswith(("F = ", "W_q", "W_k", "W_v", "c, s = ", "R1 = ")):
                 exec(line.split("#")[0], ns)
     np.testing.assert_allclose(ns["W_v"], W[2])
     for j, name in enumerate(("W_q", "W_k")):
@@ -191,3 +191,33 @@ def test_the_pages_vectors_are_the_toys():
                 if l.startswith("EMB = "))
     assert eval(line.split("=", 1)[1].split("#")[0]) == PAGE_EMB
     assert {w: list(v) for w, v in toy.EMBEDDINGS.items()} == PAGE_EMB
+
+
+def test_shuffling_the_pages_sentence_only_shuffles_its_outputs():
+    """The page's first claim (printed there, checked here): each word's output is the same in both orders."""
+    out1, w1 = toy.self_attention(X1, *W)
+    out2, w2 = toy.self_attention(X2, *W)
+    np.testing.assert_allclose(out2, out1[ORDER])
+    np.testing.assert_allclose(w2, w1[np.ix_(ORDER, ORDER)])
+
+
+def test_minilm_with_its_position_table_zeroed_permutes_its_outputs():
+    """Going further: zero MiniLM's position table and the two sentences' outputs are a permutation of
+    each other; with the table, each token's output changes (cosines below 1) but stays close (> 0.6)."""
+    from dataclasses import replace
+    from qkv_viz.bridges.real_model import bundled_model_dir, load_model
+    from qkv_viz.bridges.real_forward import run
+    if bundled_model_dir() is None:
+        pytest.skip("the bundled all-MiniLM-L6-v2 is not installed")
+    model = load_model()
+    no_pos = replace(model, pos_emb=np.zeros_like(model.pos_emb))
+    swap = [0, 3, 2, 1, 4]
+    for m, zeroed in ((model, False), (no_pos, True)):
+        h1 = run(m, "dog bites man").hidden_states[-1]
+        h2 = run(m, "man bites dog").hidden_states[-1][swap]
+        cos = np.sum(h1 * h2, axis=1) / np.linalg.norm(h1, axis=1) / np.linalg.norm(h2, axis=1)
+        if zeroed:
+            np.testing.assert_allclose(h1, h2, atol=1e-5)
+        else:
+            assert np.all(cos < 0.999) and np.all(cos > 0.6)
+            assert np.all(cos[1:4] > 0.85)                # the words: barely changed

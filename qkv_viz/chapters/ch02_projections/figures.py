@@ -2,7 +2,7 @@
 
 - ``plot_token_to_qkv``: one token vector x becoming three vectors q, k, v,
   every entry written in its cell.
-- ``plot_qk_plane``: every token's query (an arrow) and key (a dot) in the d_k = 2 plane.
+- ``plot_qk_plane``: every token's key and query as arrows (keys solid, queries dashed) in the d_k = 2 plane.
 - ``frame_row_max``: frame each row's largest score on a heatmap.
 - ``asymmetry``: how far W_q W_k^T is from symmetric (a number, for the tests and exercises).
 - ``plot_learning``: the training run: what the verb reads, step by step, and the row of W_q W_k^T it learned.
@@ -154,12 +154,15 @@ def plot_learning(history, row_hand, row_learned, features, tokens, target: str,
 
 
 def plot_qk_plane(X, W_q, W_k, tokens, ax=None, axis_names=("key coordinate 1", "key coordinate 2")):
-    """Every token's query q_i = x_i W_q (an arrow from 0) and key k_i = x_i W_k (a dot) in one
-    plane, for d_k = 2. A query and a key meet in a dot product, so they share the plane.
+    """Every token's key k_i = x_i W_k and query q_i = x_i W_q as arrows from 0 in one plane, for
+    d_k = 2, drawn as chapter 1 draws them: keys solid blue, queries dashed vermillion. A query and
+    a key meet in a dot product, so they share the plane.
 
-    Tokens whose queries (or keys) land on the same point share one label, e.g. "q: dog, ball".
-    Query labels sit above their point, key labels below. Returns a dict: "queries" (the arrows),
-    "keys" (the dots), "labels" (the texts), "points" ({("q" or "k", token): (2,) array})."""
+    Tokens whose queries (or keys) land on the same point share one arrow and one label, e.g.
+    "q: dog, ball". Labels sit beside the tip, keys on the arrow's left, queries on its right, so
+    a key and a query on one point both show; zero vectors get a ring at 0 and labels below it.
+    Returns a dict: "queries" and "keys" (the arrows, or the ring of a zero vector), "labels"
+    (the texts), "points" ({("q" or "k", token): (2,) array})."""
     X = as_array("X", X, ndim=2)
     W_q, W_k = as_array("W_q", W_q, ndim=2), as_array("W_k", W_k, ndim=2)
     if W_q.shape != (X.shape[1], 2) or W_k.shape != (X.shape[1], 2):
@@ -172,26 +175,41 @@ def plot_qk_plane(X, W_q, W_k, tokens, ax=None, axis_names=("key coordinate 1", 
         _, ax = plt.subplots(figsize=style.figsize(0.6, 0.8))
     points = {}
     groups = {}  # (role, rounded point) -> token names
-    for role, vecs in (("q", Q), ("k", K)):
+    for role, vecs in (("k", K), ("q", Q)):  # keys first: the dashed queries are drawn on top
         for t, v in zip(tokens, vecs):
             points[(role, t)] = v
             groups.setdefault((role, tuple(np.round(v, 9))), []).append(t)
-    arrows, dots, labels = [], [], []
+    drawn = {"q": [], "k": []}
+    labels = []
+    zero_rows = 0
+    span = np.abs(np.vstack([Q, K])).max() or 1.0
+    gap = 0.06 * span  # label distance from the tip, in data units
     for (role, p), names in groups.items():
         p = np.array(p)
         color = ROLE_COLORS[role]
-        if role == "q" and np.linalg.norm(p) > 0:
-            arrows.append(ax.add_patch(FancyArrowPatch((0, 0), tuple(p), arrowstyle="-|>", mutation_scale=14,
-                                                       color=color, lw=1.8, shrinkA=0, shrinkB=0)))
-        if role == "k":
-            dots.append(ax.scatter(*p, s=70, color=color, zorder=3))
-        dy = 0.12 if role == "q" else -0.12
-        labels.append(ax.text(p[0] + 0.06, p[1] + dy, f"{role}: " + ", ".join(names), color=color,
-                              ha="left", va="bottom" if role == "q" else "top", fontsize=style.FONT_PT))
+        text = f"{role}: " + ", ".join(names)
+        if np.linalg.norm(p) == 0:
+            drawn[role].append(ax.scatter(0, 0, s=60, facecolor="white", edgecolor=color, lw=1.5, zorder=4))
+            labels.append(ax.text(gap / 2, -gap - zero_rows * 1.6 * gap, text + " (zero)", color=color,
+                                  ha="left", va="top", fontsize=style.FONT_PT))
+            zero_rows += 1
+            continue
+        style_kw = (dict(arrowstyle="-|>", lw=3.0, mutation_scale=20, zorder=2) if role == "k" else  # a filled head
+                    dict(arrowstyle="->", lw=2.0, mutation_scale=16, linestyle=(0, (4, 2)), zorder=3))  # open: a key below shows
+        drawn[role].append(ax.add_patch(FancyArrowPatch((0, 0), tuple(p), color=color, shrinkA=0, shrinkB=0,
+                                                         **style_kw)))
+        u = p / np.linalg.norm(p)
+        n = np.array([-u[1], u[0]]) * (1 if role == "k" else -1)  # keys left of the arrow, queries right
+        ha = "right" if n[0] < -0.3 else "left" if n[0] > 0.3 else "center"
+        va = "bottom" if n[1] > 0.3 else "top" if n[1] < -0.3 else "center"
+        at = p + gap * n - 0.5 * gap * u  # beside the head, not on it
+        labels.append(ax.text(*at, text, color=color, ha=ha, va=va, fontsize=style.FONT_PT))
     allp = np.vstack([Q, K, np.zeros((1, 2))])
-    lo, hi = allp.min(axis=0) - 0.4, allp.max(axis=0) + 0.6
-    ax.set(xlim=(lo[0], hi[0] + 0.8), ylim=(lo[1], hi[1]), aspect="equal",
-           xlabel=axis_names[0], ylabel=axis_names[1], title="queries (arrows) and keys (dots)")
+    lo, hi = allp.min(axis=0) - 0.3 * span, allp.max(axis=0) + 0.3 * span
+    lo[0] -= 0.25 * span  # room for a label left of a vertical arrow
+    ax.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), aspect="equal",
+           xlabel=axis_names[0], ylabel=axis_names[1],
+           title="keys (solid blue) and queries (dashed)")
     ax.axhline(0, color="0.8", lw=0.8, zorder=0)
     ax.axvline(0, color="0.8", lw=0.8, zorder=0)
-    return {"queries": arrows, "keys": dots, "labels": labels, "points": points}
+    return {"queries": drawn["q"], "keys": drawn["k"], "labels": labels, "points": points}

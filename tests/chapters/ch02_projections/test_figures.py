@@ -106,8 +106,12 @@ def test_qk_plane_puts_each_query_and_key_at_x_times_W_and_groups_shared_points(
     assert np.allclose(out["points"][("k", "mix")], 0.5 * W_k[0] + 0.5 * W_k[1])  # [1, 0]
     assert np.allclose(out["points"][("q", "mix")], [1, 1])
     texts = _texts(out["labels"])
-    assert "k: b" in texts and "q: a" in texts and "k: a" in texts
-    assert len(out["queries"]) == 3 and len(out["keys"]) == 3
+    assert "k: b (zero)" in texts and "q: a" in texts and "k: a" in texts
+    assert len(out["queries"]) == 3 and len(out["keys"]) == 3   # "b"'s zero key: a ring at 0
+    # drawn as chapter 1 draws them: keys solid with filled heads, queries dashed with open heads on top
+    key_arrow, query_arrow = out["keys"][0], out["queries"][0]
+    assert key_arrow.get_linestyle() == "solid" and query_arrow.get_linestyle() != "solid"
+    assert query_arrow.get_zorder() > key_arrow.get_zorder()
     out = plot_qk_plane(np.eye(3)[[0, 0, 1]], W_q, W_k, ["x", "y", "z"])
     assert "q: x, y" in _texts(out["labels"])        # two tokens on one point share one label
 
@@ -118,3 +122,14 @@ def test_qk_plane_needs_d_k_two_and_one_name_per_row():
         plot_qk_plane(np.eye(3), np.ones((3, 3)), np.ones((3, 2)), ["a", "b", "c"])
     with pytest.raises(ValueError, match="one token name per row"):
         plot_qk_plane(np.eye(3), np.ones((3, 2)), np.ones((3, 2)), ["a", "b"])
+
+
+def test_qk_plane_labels_a_key_and_a_query_on_one_point_apart():
+    """'chased''s query lies on 'dog''s key: both labels show, on opposite sides of the arrow."""
+    from qkv_viz.chapters.ch02_projections.figures import plot_qk_plane
+    W_q = np.array([[0, 2], [2, 0.]])
+    W_k = np.array([[2, 0], [0, 2.]])
+    out = plot_qk_plane(np.eye(2), W_q, W_k, ["dog", "chased"])
+    pos = {t.get_text(): t.get_position() for t in out["labels"]}
+    assert pos["q: chased"][1] < 0 < pos["k: dog"][1]           # the horizontal arrow: key above, query below
+    assert pos["q: dog"][0] > 0 > pos["k: chased"][0]           # the vertical arrow: key left, query right

@@ -195,10 +195,12 @@ def plot_angles(T: int, d_k: int, base: float = 10000.0, ax=None):
     return [im, bar]
 
 
-def plot_frequencies_and_decay(d_k: int, base: float, distances, expected, axes=None, T: int = 64, bound=None):
+def plot_frequencies_and_decay(d_k: int, base: float, distances, expected, axes=None, T: int = 64, bound=None,
+                               sampled=None):
     """Left: cos(m * theta_i) of every pair at positions 0..T-1 (``plot_angles``). Right: the
     expected q_m . k_n / d_k of a key equal to its query against n - m (``toy.expected_decay``),
-    and, if given, the RoPE paper's distance factor ``bound`` (same length as ``distances``, 1 at 0)."""
+    and, if given, the RoPE paper's distance factor ``bound`` (same length as ``distances``, 1 at 0)
+    and ``sampled``: a dict label -> (distances, means), sample means drawn as dots."""
     if axes is None:
         fig, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.48), layout="constrained",
                                  gridspec_kw={"width_ratios": [1, 1.15]})
@@ -207,7 +209,12 @@ def plot_frequencies_and_decay(d_k: int, base: float, distances, expected, axes=
     im, _ = plot_angles(T, d_k, base, ax=ax1)
     arts = [im, ax2.plot(distances, expected, color=style.QUERY_COLOR, label="expected match, key = query")[0]]
     ax2.axhline(0, color="#444", lw=0.8)
+    for (label, (d, means)), colour in zip((sampled or {}).items(), ("#222", style.KEY_COLOR, "#777")):
+        arts.append(ax2.plot(d, means, "o", ms=3, color=colour, alpha=0.8, label=label)[0])
     title = "key = query: $(2/d_k)\\,\\sum_i \\cos((n-m)\\,\\theta_i)$"
+    if sampled:
+        ax2.legend(loc="upper right", fontsize=style.FONT_PT)
+        title = "formula (line) and sample means (dots)"
     if bound is not None:
         bound = as_array("bound", bound, ndim=1)
         if bound.shape[0] != len(distances):

@@ -204,3 +204,13 @@ def test_rope_toy_draws_pair_0_turned_to_each_position_and_names_the_pair_parts(
     np.testing.assert_allclose(turned[2], 2 * np.array([-np.sin(2.0), np.cos(2.0)]))   # man's key at 2
     text = arts[-1].get_text()
     assert f"dog (key) at 0: {4 * np.sin(1.0):+.2f}" in text and f"man (key) at 2: {-4 * np.sin(1.0):+.2f}" in text
+
+
+def test_decay_panel_draws_sample_means_as_dots_with_a_legend():
+    d = np.arange(0, 17)
+    arts = figures.plot_frequencies_and_decay(16, 10000.0, d, toy.expected_decay(16, d),
+                                              sampled={"k = q": (d[::4], np.ones(5)), "independent": (d[::4], np.zeros(5))})
+    dots = arts[-2:]
+    assert [a.get_label() for a in dots] == ["k = q", "independent"] and all(a.get_marker() == "o" for a in dots)
+    np.testing.assert_allclose(dots[1].get_ydata(), 0)
+    assert dots[0].axes.get_legend() is not None

@@ -19,11 +19,12 @@ VOCAB = ("the", "cat", "dog", "sat", "on", "mat", "rug", ".")
 PROMPT = ("the", "dog")
 
 
-def trained_writer(steps: int = 150, seed: int = 8, d_model: int = 6, n_heads: int = 2, d_k: int = 4,
+def trained_writer(steps: int = 300, seed: int = 3, d_model: int = 6, n_heads: int = 2, d_k: int = 4,
                    n_kv_heads: int | None = None):
     """The chapter's writer (its training cell does the same on the page): embeddings E (V, d_model)
     = (8, 6) and one causal attention layer of ``n_heads`` heads of width ``d_k`` (``GQAParams``),
-    trained together by torch (Adam, float64, seeded: the same weights every run) so that each
+    trained together by torch (Adam, lr 0.03, float64, every weight started at 0.3 times a seeded
+    normal draw: the same weights every run) so that each
     token of SENTENCES predicts the next: logits = output @ E.T. From "the cat" it writes
     "the cat sat on the mat .", from "the dog" "the dog sat on the rug .".
 
@@ -39,10 +40,10 @@ def trained_writer(steps: int = 150, seed: int = 8, d_model: int = 6, n_heads: i
     if n_heads % n_kv:
         raise ValueError(f"n_kv_heads must divide n_heads, got n_kv_heads={n_kv}, n_heads={n_heads}")
     V, D = len(VOCAB), n_heads * d_k
-    E = torch.randn(V, d_model, dtype=torch.float64, requires_grad=True)
-    W = [torch.randn(d_model, cols, dtype=torch.float64, requires_grad=True) for cols in (D, n_kv * d_k, n_kv * d_k)]
-    W.append(torch.randn(D, d_model, dtype=torch.float64, requires_grad=True))
-    opt = torch.optim.Adam([E, *W], lr=0.05)
+    new = lambda *shape: (0.3 * torch.randn(*shape, dtype=torch.float64)).requires_grad_()  # small start
+    E = new(V, d_model)
+    W = [new(d_model, D), new(d_model, n_kv * d_k), new(d_model, n_kv * d_k), new(D, d_model)]
+    opt = torch.optim.Adam([E, *W], lr=0.03)
     for _ in range(positive_int("steps", steps)):
         x = E[ids]                                           # (2, 7, d_model)
         q, k, v = ((x @ W_).unflatten(-1, (-1, d_k)).transpose(1, 2) for W_ in W[:3])  # (2, H or H_kv, 7, d_k)

@@ -1,6 +1,6 @@
 """Chapter 0's exercises: predict what "bank" reads when a noun's query stops asking for money; write one query's attention.
 
-``check_water_query`` and ``check_attend`` return a ``Feedback`` (``qkv_viz.chapters.feedback``); ``None`` means
+``check_water_query`` and ``check_attend_one`` return a ``Feedback`` (``qkv_viz.chapters.feedback``); ``None`` means
 "no answer yet". Worked solution: ``qkv_viz.chapters.ch00_start.solutions``.
 """
 from __future__ import annotations
@@ -99,10 +99,10 @@ def _attend_diagnosis(result, expected, case):
     return None
 
 
-def check_attend(fn) -> Feedback:
+def check_attend_one(fn) -> Feedback:
     """``fn(q, K, V)`` -> (output (d_v,), weights (S,), top): one query's attention and the index of the key
     it reads most, checked on the page's "bank" and on random shapes."""
-    return check_function(fn, _attend_reference, _attend_cases(), name="attend",
+    return check_function(fn, _attend_reference, _attend_cases(), name="attend_one",
                           returns=("output", "weights", "top"),
                           diagnose=_attend_diagnosis,
                           praise='It agrees on the page\'s "bank" (top = 4: "rates") and on three random shapes, one key included.')

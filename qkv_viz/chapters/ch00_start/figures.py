@@ -74,11 +74,15 @@ def bank_moves(moves, ax=None):
             arrows.append(ax.annotate("", tip + piece, tip, arrowprops=dict(
                 arrowstyle="-|>", color=color, lw=2.2, shrinkA=0, shrinkB=0, mutation_scale=13)))
             if np.hypot(*piece) >= PIECE_MIN:
+                # Beside its own arrow, tied to the arrow's midpoint by a thin line: to the right of a
+                # vertical piece, under a horizontal one (starting under the piece itself, not under
+                # the short unlabelled piece before it).
                 mid = tip + piece / 2
                 vertical = abs(piece[1]) > abs(piece[0])
-                ax.annotate(f"{w:.2f} × {t}", mid, xytext=(8, 0) if vertical else (0, -18),
+                ax.annotate(f"{w:.2f} × {t}", mid, xytext=(14, 0) if vertical else (0, -22),
                             textcoords="offset points", ha="left" if vertical else "center",
-                            va="center" if vertical else "top", color=color, fontsize=style.FONT_PT)
+                            va="center" if vertical else "top", color=color, fontsize=style.FONT_PT,
+                            arrowprops=dict(arrowstyle="-", color=color, lw=0.9, shrinkA=1, shrinkB=2))
             tip = tip + piece
         end = ax.plot(*tip, "o", color=color, ms=7, zorder=4)[0]
         up = tip[1] - start[1] > tip[0] - start[0]  # moved mostly towards money: label to the right

@@ -12,7 +12,7 @@ W_Q_NO_MONEY = np.array([[0, 0, 1], [0, 0, 1], [2, 0, 1]])
 GUESS = "bank"
 
 
-def attend(q, K, V):
+def attend_one(q, K, V):
     """One query q (d_k,) against keys K (S, d_k) and values V (S, d_v); top: the key it reads most."""
     scores = K @ q / np.sqrt(q.shape[0])   # (S, d_k) @ (d_k,) -> (S,): one score per key
     e = np.exp(scores - scores.max())      # (S,)

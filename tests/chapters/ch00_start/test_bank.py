@@ -77,14 +77,6 @@ def test_every_token_at_once_reads_as_the_page_says(page):
         assert w[noun].argmax() == river
 
 
-def test_head_view_takes_the_pages_weights(page):
-    from qkv_viz.viz.headview import head_view
-    _, w = _attend(page, RATES)
-    fig = head_view(RATES.split(), w, focus="bank")
-    assert fig.focus == 1
-    np.testing.assert_array_equal(fig.weights_array, w)
-
-
 def test_bank_gathers_water_by_the_river_and_money_next_to_rates(page):
     water, money = 0, 1
     (river, _), (rates, _) = (_attend(page, s) for s in (RIVER, RATES))

@@ -61,13 +61,13 @@ def test_a_guess_is_read_whatever_its_case_and_quotes():
     assert ch00.check_water_query('"bank"', sol.W_Q_NO_MONEY)
 
 
-def test_attend_the_solution_passes_and_the_placeholder_waits():
-    fb = ch00.check_attend(sol.attend)
+def test_attend_one_the_solution_passes_and_the_placeholder_waits():
+    fb = ch00.check_attend_one(sol.attend_one)
     assert fb.correct, fb.message
-    assert ch00.check_attend(None).pending
+    assert ch00.check_attend_one(None).pending
 
 
-def test_attend_unscaled_and_unnormalised_answers_are_named():
+def test_attend_one_unscaled_and_unnormalised_answers_are_named():
     def unscaled(q, K, V):
         e = np.exp(K @ q)
         w = e / e.sum()
@@ -77,18 +77,18 @@ def test_attend_unscaled_and_unnormalised_answers_are_named():
         w = np.exp(K @ q / np.sqrt(q.shape[0]))
         return w @ V, w, int(w.argmax())
 
-    fb = ch00.check_attend(unscaled)
+    fb = ch00.check_attend_one(unscaled)
     assert not fb and "sqrt(d_k)" in fb.message, fb.message
-    fb = ch00.check_attend(unnormalised)
+    fb = ch00.check_attend_one(unnormalised)
     assert not fb and "sum to" in fb.message, fb.message
 
 
-def test_attend_a_wrong_top_is_named():
+def test_attend_one_a_wrong_top_is_named():
     def smallest(q, K, V):
-        out, w, _ = sol.attend(q, K, V)
+        out, w, _ = sol.attend_one(q, K, V)
         return out, w, int(w.argmin())
 
-    fb = ch00.check_attend(smallest)
+    fb = ch00.check_attend_one(smallest)
     assert not fb and "top should be" in fb.message, fb.message
-    fb = ch00.check_attend(lambda q, K, V: sol.attend(q, K, V)[:2])
+    fb = ch00.check_attend_one(lambda q, K, V: sol.attend_one(q, K, V)[:2])
     assert not fb, fb.message

@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from matplotlib.text import Text  # noqa: E402
 from qkv_viz.chapters.ch00_start.figures import bank_moves  # noqa: E402
 from qkv_viz.core.attention import softmax  # noqa: E402
 
@@ -82,10 +83,16 @@ def test_piece_labels_touch_no_other_arrow():
     arrows = [a for arrows, _ in drawn for a in arrows]
     labels = [t for t in ax.texts if " × " in t.get_text()]
     assert labels, "the pieces of length >= PIECE_MIN carry labels"
+    mids = [(np.asarray(a.xy) + np.asarray(a.xyann)) / 2 for a in arrows]  # each piece's midpoint
     for label in labels:
-        box = label.get_window_extent(renderer)
+        box = Text.get_window_extent(label, renderer)  # the words alone, without their leader line
         hits = [a for a in arrows if a.arrow_patch.get_window_extent(renderer).overlaps(box)]
         assert len(hits) == 0, f"{label.get_text()!r} overlaps {len(hits)} arrow(s)"
+        # its leader line ends on its own piece: the midpoint of the arrow of the token it names
+        assert label.arrow_patch is not None and any(np.allclose(label.xy, m) for m in mids), label.get_text()
+    flooded = next(t for t in labels if "flooded" in t.get_text())
+    last = drawn[0][0][-1]                             # the river sentence's last piece: "flooded"'s
+    np.testing.assert_allclose(flooded.xy, (np.asarray(last.xy) + np.asarray(last.xyann)) / 2)  # not bank's
 
 
 def test_weights_grids_draw_each_sentence_labelled_on_one_colour_bar():

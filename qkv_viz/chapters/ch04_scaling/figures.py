@@ -151,30 +151,3 @@ def two_key_figure(gap_max: float = 8.0, ax=None):
     ax.legend(loc="center right")
     ax.set_title("two keys: flat at both ends")
     return lines
-
-
-def temperature_rows(rows: list):
-    """One panel per temperature: a row's weights and its dL/ds side by side, key by key.
-
-    ``rows`` is a list of (tau, w, grad_s), w and grad_s each (S,). Returns the figure; ``fig.bars``
-    holds its bar containers (weights, dL/ds, weights, ...).
-    """
-    if not rows:
-        raise ValueError("rows must hold at least one (tau, w, grad_s)")
-    fig, axes = plt.subplots(1, len(rows), figsize=style.figsize(1.0, 0.32), sharey=True, layout="constrained")
-    axes = np.atleast_1d(axes)
-    bars = []
-    for ax, (tau, w, grad_s) in zip(axes, rows):
-        w, grad_s = np.asarray(w, float), np.asarray(grad_s, float)
-        if w.shape != grad_s.shape or w.ndim != 1:
-            raise ValueError(f"w and grad_s must be two (S,) rows, got shapes {w.shape} and {grad_s.shape}")
-        x = np.arange(len(w))
-        bars.append(ax.bar(x - 0.2, w, 0.4, color="#0072B2", label="weight $w_j$"))   # blue
-        bars.append(ax.bar(x + 0.2, grad_s, 0.4, color="0.3", label=r"$\partial L/\partial s_j$"))   # dark grey
-        ax.axhline(0, color="0.4", lw=0.8)
-        ax.set_xticks(x, [f"key {j}" for j in x])
-        ax.set_title(rf"$\tau$ = {tau:.3g}")
-    axes[0].legend(loc="upper left")
-    fig.suptitle(r"the same $g$ at four temperatures: as the row goes one-hot, $\partial L/\partial s$ goes to 0")
-    fig.bars = bars
-    return fig

@@ -96,19 +96,3 @@ def test_two_key_figure_is_sigmoid_and_its_slope():
     assert slope.get_ydata().max() == pytest.approx(0.25, abs=1e-3)
     with pytest.raises(ValueError, match="gap_max"):
         two_key_figure(gap_max=0)
-
-
-def test_temperature_rows_draws_the_weights_and_their_gradient():
-    import matplotlib
-    matplotlib.use("Agg")
-    import pytest
-    from qkv_viz.chapters.ch04_scaling.figures import temperature_rows
-    w, g = np.array([0.1, 0.8, 0.1]), np.array([0.2, -0.3, 0.1])
-    bars = temperature_rows([(1.0, w, g), (0.1, np.array([0.0, 1.0, 0.0]), np.zeros(3))]).bars
-    assert len(bars) == 4
-    assert [b.get_height() for b in bars[0]] == pytest.approx(w)
-    assert [b.get_height() for b in bars[1]] == pytest.approx(g)
-    with pytest.raises(ValueError, match="grad_s"):
-        temperature_rows([(1.0, w, g[:2])])
-    with pytest.raises(ValueError):
-        temperature_rows([])

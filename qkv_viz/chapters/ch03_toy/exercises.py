@@ -1,4 +1,4 @@
-"""Chapter 3 exercises: attention with a batch axis and T != S (from given Q, K, V, or projected from X), the weights back from an output, a query that ties two keys
+"""Chapter 3 exercises: token 1's row of weights by hand, attention with a batch axis and T != S (from given Q, K, V, or projected from X), the weights back from an output, a query that ties two keys
 (for any keys).
 
 Each ``check_*`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``): right or
@@ -13,8 +13,79 @@ from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.softmax import softmax
 from qkv_viz.chapters.feedback import AnswerError, Feedback, as_array, check_function, no_answer
 from qkv_viz.chapters.ch03_toy.figures import barycentric
-from qkv_viz.chapters.ch03_toy.toy import TOY_K
+from qkv_viz.chapters.ch03_toy.toy import TOY_K, TOY_Q
 
+
+
+
+# ---------------------------------------------------------------- token 1's row, by hand
+HAND_TOKEN = 1       # the page's token 1: q1 = (-1, 1) against the keys k0, k1, k2
+HAND_ATOL = 0.006    # weights written to two decimals pass
+
+
+def _softmax_row(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def _hand_mistakes():
+    """(message, wrong weights (3,)) for the usual slips on token 1's row, in the order tried."""
+    q, K, Q = TOY_Q[HAND_TOKEN], TOY_K, TOY_Q
+    d_k = K.shape[1]
+    dots = K @ q                                         # (3, 2) @ (2,) -> (3,): q1 . k_j
+    scores = dots / np.sqrt(d_k)
+    column = softmax(Q @ K[HAND_TOKEN] / np.sqrt(d_k))   # (3,): key 1 against every query, softmax over queries
+    mistakes = [
+        ("these are the weights of the dot products UNSCALED: divide each q1 . k_j by sqrt(d_k) = sqrt(2) "
+         "before the exponential.", _softmax_row(dots)),
+        ("these are softmax(q1 . k_j / d_k): divide by the SQUARE ROOT of d_k = 2, about 1.414, not by 2.",
+         _softmax_row(dots / d_k)),
+        ("these are softmax(q1 . k_j * sqrt(2)): divide by sqrt(d_k), do not multiply.",
+         _softmax_row(dots * np.sqrt(d_k))),
+        ("these are the exponentials e^score, not yet normalised: divide each by their sum, so the three "
+         "weights add up to 1.", np.exp(scores)),
+        ("these are the exponentials of the unscaled dot products, not normalised: divide each dot product by "
+         "sqrt(2) first, then divide each exponential by their sum.", np.exp(dots)),
+        ("you divided the scores by their sum without the exponential: softmax exponentiates first, "
+         "w_j = e^score_j / (sum of the three e^score).", scores / scores.sum() if scores.sum() else scores),
+        ("that is a column, not a row: key 1 read by every query (the softmax taken over the queries, the wrong "
+         "axis). Token 1's row is ITS query q1 against every key k0, k1, k2.", column),
+    ]
+    for token in range(len(Q)):
+        if token != HAND_TOKEN:
+            mistakes.append((f"that is token {token}'s row (its query q{token} = {Q[token].tolist()}). Token 1's "
+                             f"query is q1 = {q.tolist()}, the second row of Q.", softmax(Q[token] @ K.T / np.sqrt(d_k))))
+    return mistakes
+
+
+def check_row_by_hand(weights_1) -> Feedback:
+    """``weights_1``: token 1's three weights (3,), worked out from the page's Q and K by hand or with the
+    reader's own numpy lines; two decimals are enough. Names the slip (scaling forgotten or wrong, not
+    normalised, no exponential, a column instead of a row, another token's row) without giving the answer."""
+    if weights_1 is None:
+        return no_answer()
+    try:
+        w = as_array(weights_1)[0].astype(float).ravel()
+    except Exception as exc:  # noqa: BLE001 - as_array names what it could not read
+        return Feedback(False, f"weights_1 should be three numbers, e.g. [0.2, 0.3, 0.5]: it {exc}.")
+    if w.shape != (3,):
+        return Feedback(False, f"give three weights, one per key k0, k1, k2; got {w.size} number(s).")
+    if not np.all(np.isfinite(w)):
+        return Feedback(False, "weights_1 contains NaN or inf.")
+    want = softmax(TOY_Q[HAND_TOKEN] @ TOY_K.T / np.sqrt(TOY_K.shape[1]))
+    if np.allclose(w, want, atol=HAND_ATOL, rtol=0):
+        return Feedback(True, f"Token 1's weights are {np.round(want, 3).tolist()}. Its query "
+                              f"q1 = (-1, 1) matches k0 best, so token 1 reads token 0 most. "
+                              "attend's second row, printed below, says the same.")
+    for message, wrong in _hand_mistakes():
+        if np.allclose(w, wrong, atol=HAND_ATOL, rtol=0):
+            return Feedback(False, message)
+    if not np.isclose(w.sum(), 1.0, atol=0.02):
+        return Feedback(False, f"your weights add up to {w.sum():.3g}: after the exponentials, divide each by "
+                               "their sum, so the three add up to 1.")
+    return Feedback(False, "these weights add up to 1 but are not token 1's. Check the three dot products "
+                           "q1 . k_j = q1[0] k_j[0] + q1[1] k_j[1] first (q1 = (-1, 1); the keys are the rows of K), "
+                           "then divide each by sqrt(2), exponentiate, and divide by the sum.")
 
 
 def attention_cases(seed=None, n_cases: int = 6) -> list:

@@ -6,6 +6,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from qkv_viz.chapters.ch03_toy.toy import TOY_K, TOY_Q
+
+
+# "One row by hand": token 1's query q1 = (-1, 1) against k0 = (0, 1), k1 = (3, 1), k2 = (1, 0).
+# q1 . k_j = [0 + 1, -3 + 1, -1 + 0] = [1, -2, -1]; divided by sqrt(2): [0.707, -1.414, -0.707];
+# e^score = [2.028, 0.243, 0.493], their sum 2.764; weights = [0.734, 0.088, 0.178]: token 1 reads token 0 most.
+def row_by_hand(Q, K, token=1):
+    """The row of weights of query ``token`` of Q (T, d_k) against the keys K (S, d_k): (S,)."""
+    dots = K @ Q[token]                                 # (S, d_k) @ (d_k,) -> (S,): one dot product per key
+    e = np.exp(dots / np.sqrt(K.shape[1]))              # (S,): scale by 1/sqrt(d_k), then exponentiate
+    return e / e.sum()                                  # (S,): normalise, the weights sum to 1
+
+
+WEIGHTS_1 = row_by_hand(TOY_Q, TOY_K)                   # the answer to check_row_by_hand
+
 
 # Batched attention, used by exercise 1: a batch axis in front, T queries against S keys. K.T would reverse all three
 # axes of K; swapaxes(-1, -2) turns only the last two, so each batch element gets its own K^T.

@@ -44,6 +44,13 @@ Q_TEXT = "#A04000"  # the query's label, darker orange (vector_move.js's Q_TEXT)
 OUTPUT_COLOUR = "#000000"  # orange is the query's alone
 
 
+def _coord(x: float) -> str:
+    """A query coordinate as the live figure writes it (one decimal: it snaps to 0.1), with a second
+    decimal when the still's query needs it: 1.0, 0.5, 0.25."""
+    two = f"{x:.2f}"
+    return two if two[-1] != "0" else f"{x:.1f}"
+
+
 def draw_query_plane(left, q, K, same=None):
     """The left plane: the query q (2,) among the keys K (S, 2), each key in its value's colour; `same` the
     index of a key equal to q (said in its label), else None."""
@@ -72,7 +79,7 @@ def draw_query_plane(left, q, K, same=None):
                       textcoords="offset points", color=SHARE_TEXT[j % 3], fontweight="bold")
     left.annotate("q", q, xytext=(-8, 6), textcoords="offset points", ha="right", va="bottom",
                   color=Q_TEXT, fontweight="bold")
-    left.set_xlabel(f"q = ({q[0]:.1f}, {q[1]:.1f})" + (f" = k{same}" if same is not None else ""),
+    left.set_xlabel(f"q = ({_coord(q[0])}, {_coord(q[1])})" + (f" = k{same}" if same is not None else ""),
                      color=Q_TEXT, fontweight="bold")
     lim = max(Q_LIM, np.abs(K).max()) + 0.35  # the plane and a margin: a key at its edge keeps its arrowhead
     left.set(xlim=(-lim, lim), ylim=(-lim, lim), title="the query among the keys")

@@ -144,3 +144,55 @@ def test_attention_from_x_cases_project_to_batched_t_not_s():
         (B, T, d_model), (B2, S, d_model2) = X_q.shape, X_kv.shape
         assert B == B2 and d_model == d_model2 and T != S
         assert W_q.shape == W_k.shape and W_q.shape[0] == d_model and d_model not in (W_q.shape[1], W_v.shape[1])
+
+
+# ---------------------------------------------------------------- token 1's row, by hand
+def test_row_by_hand_right_answers_pass_rounded_or_not():
+    for answer in (sol.WEIGHTS_1, sol.WEIGHTS_1.tolist(), np.round(sol.WEIGHTS_1, 2), [0.73, 0.09, 0.18]):
+        fb = ch03.check_row_by_hand(answer)
+        assert fb.correct, fb.message
+    assert "reads token 0 most" in ch03.check_row_by_hand(sol.WEIGHTS_1).message
+    np.testing.assert_allclose(sol.WEIGHTS_1, sol.row_by_hand(ch03.TOY_Q, ch03.TOY_K))
+    np.testing.assert_allclose(sol.WEIGHTS_1, softmax(ch03.TOY_Q @ ch03.TOY_K.T / np.sqrt(2))[1])  # attend's row 1
+
+
+def test_row_by_hand_placeholder_waits():
+    fb = ch03.check_row_by_hand(None)
+    assert not fb.correct and fb.pending
+
+
+def _slip(q=None, scale=1 / np.sqrt(2), normalise=True, exp=True):
+    q = ch03.TOY_Q[1] if q is None else q
+    s = ch03.TOY_K @ q * scale                                   # (3,): this slip's scores
+    e = np.exp(s) if exp else s
+    return e / e.sum() if normalise else e
+
+
+@pytest.mark.parametrize("answer, words", [
+    (_slip(scale=1.0), "UNSCALED"),                              # forgot sqrt(d_k)
+    (_slip(scale=1 / 2), "SQUARE ROOT"),                         # divided by d_k
+    (_slip(scale=np.sqrt(2)), "do not multiply"),
+    (_slip(normalise=False), "not yet normalised"),              # forgot to normalise
+    (_slip(scale=1.0, normalise=False), "unscaled dot products, not normalised"),
+    (_slip(exp=False), "without the exponential"),
+    (softmax(ch03.TOY_Q @ ch03.TOY_K[1] / np.sqrt(2)), "wrong axis"),  # key 1's column: softmax over the queries
+    (softmax(ch03.TOY_Q @ ch03.TOY_K.T / np.sqrt(2))[0], "token 0's row"),
+    (np.round(softmax(ch03.TOY_Q @ ch03.TOY_K.T / np.sqrt(2))[2], 2), "token 2's row"),
+    ([0.5, 0.3, 0.2], "add up to 1 but are not token 1's"),
+    ([0.5, 0.5, 0.5], "add up to 1.5"),
+    ([0.7, 0.1], "three weights"),
+    ("0.7, 0.1, 0.2", "three numbers"),
+    ([np.nan, 0.5, 0.5], "NaN"),
+])
+def test_row_by_hand_names_each_slip_without_the_answer(answer, words):
+    fb = ch03.check_row_by_hand(answer)
+    assert not fb.correct and words in fb.message, fb.message
+    for digits in ("0.73", "0.734", "0.088", "0.178", "0.18"):
+        assert digits not in fb.message, (digits, fb.message)
+
+
+def test_row_by_hand_slips_are_told_apart():
+    wrongs = [w for _, w in ch03._hand_mistakes()] + [sol.WEIGHTS_1]
+    for i, a in enumerate(wrongs):
+        for b in wrongs[i + 1:]:
+            assert np.abs(np.asarray(a) - np.asarray(b)).max() > 2 * ch03.HAND_ATOL

@@ -91,6 +91,17 @@ def test_a_query_equal_to_a_key_is_said_in_the_picture():
     assert right.get_xlabel().startswith("output (")
 
 
+def test_the_query_readout_keeps_a_second_decimal_when_it_has_one():
+    """q0 a quarter as long is (0.25, 0.5): the still says 0.25, not 0.2; the live figure's 0.1 steps keep one decimal."""
+    from matplotlib import pyplot as plt
+    from qkv_viz.chapters.ch03_toy.figures import plot_query_states
+    from qkv_viz.chapters.ch03_toy.vector_move import _coord
+    assert [_coord(x) for x in (1.0, -3.0, 0.5, 0.25, -0.25, 0.1)] == ["1.0", "-3.0", "0.5", "0.25", "-0.25", "0.1"]
+    fig, _ = plot_query_states(TOY_Q[:1] / 4, TOY_K, TOY_V, ["q0 a quarter as long"])
+    assert fig.axes[0].get_xlabel() == "q = (0.25, 0.5)"
+    plt.close(fig)
+
+
 def test_still_shows_the_shares_below_as_the_text_says():
     from qkv_viz.chapters.ch03_toy.vector_move import vector_move
     fig = vector_move()

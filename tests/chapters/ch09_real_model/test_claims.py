@@ -219,7 +219,8 @@ def test_layer_3_head_1_shifts_towards_street_more_than_any_head(model, trace):
     prefer = lambda t: t.weights[:, :, i, street] - t.weights[:, :, i, animal]  # (L, H)
     shift = prefer(control) - prefer(trace)
     assert tuple(np.unravel_index(shift.argmax(), shift.shape)) == (3, 1)
-    assert shift[3, 1] > 2 * np.sort(shift.ravel())[-2]  # far ahead of the next head
+    rest = np.delete(shift.ravel(), np.ravel_multi_index((3, 1), shift.shape))  # the other 71 heads
+    assert shift[3, 1] > 2 * rest.max()  # far ahead of the next head
     assert control.weights[3, 1, i, street] < control.weights[3, 1, i, animal]  # "street still gets less"
     assert control.weights[5, 11, i, animal] > 0.5  # "the second head keeps most of its weight on animal"
 
@@ -235,8 +236,8 @@ def _forward_weights(model, ids):
 
 
 def test_shuffled_words_keep_the_position_heads(model, trace):
-    """Shuffled words: layer 0 head 2 "reads only positions"; layer 1 head 8 "keeps its average,
-    but each query's share depends on its word"."""
+    """Shuffled words: layer 0 head 2 "reads only positions"; layer 1 head 8 "stays above half on the
+    next token, but each query's share depends on its word"."""
     ids = np.array(trace.ids)
     rng = np.random.default_rng(0)
     for _ in range(3):
@@ -269,7 +270,7 @@ def test_removing_cls_weight_would_move_the_output_more_than_its_length(model, t
     out_size, change_size = np.array(out_size), np.array(change_size)
     assert np.all(change_size[1:5] > out_size[1:5])
     assert change_size[0] < out_size[0] and change_size[5] < out_size[5]
-    assert np.all(change_size[1:5] > 0.4)  # "it would rewrite the output"
+    assert np.all(change_size[1:5] > 0.4)  # "by more than the output's own size", with room
 
 
 def _attention_output(model, trace, l):

@@ -224,7 +224,7 @@ def _draw_control(fig, x, y, kind, label, value, renderer) -> float:
         return end + 4
     if kind == "slider":
         frac, shown = value
-        x0 = end + 8
+        x0 = end + 12                                   # the knob (radius 6) clear of the label
         add(Rectangle((x0, y - 2), _TRACK_PX, 4, facecolor="#D9D9D9", edgecolor="none"))
         add(Rectangle((x0, y - 2), _TRACK_PX * float(frac), 4, facecolor=_FAINT, edgecolor="none"))
         add(Circle((x0 + _TRACK_PX * float(frac), y), 6, facecolor="white", edgecolor=_INK, lw=1.2))
@@ -258,7 +258,8 @@ def with_controls(png: bytes, controls) -> bytes:
         return png
     image = imread(io.BytesIO(png), format="png")  # (H, W, 3 or 4) floats in 0..1
     height, width = image.shape[:2]
-    rows = _layout(controls, width)
+    measure = FigureCanvasAgg(Figure(dpi=style.DPI)).get_renderer()  # text widths at the strip's dpi
+    rows = _layout(controls, width, measure)
     strip = _ROW_PX * (len(rows) + 1) + _PAD_PX
     fig = Figure(figsize=(width / style.DPI, (height + strip) / style.DPI), dpi=style.DPI)
     canvas = FigureCanvasAgg(fig)
@@ -284,15 +285,34 @@ def _rule(strip, width):
     return Line2D([_PAD_PX, width - _PAD_PX], [strip - 2, strip - 2], color="#DDDDDD", lw=1, transform=None)
 
 
-def _layout(controls, width) -> list[list[tuple]]:
-    """Controls in rows that fit ``width`` pixels (widths estimated from the text: ~6.3 px a character)."""
-    rows, row, used = [], [], _PAD_PX
+def _control_px(kind, label, value, renderer) -> float:
+    """The width in pixels :func:`_draw_control` gives one control, its text measured by
+    ``renderer`` in the strip's fonts (9 pt; values bold, notes italic)."""
+    from matplotlib.font_manager import FontProperties
+
+    def px(s, **font):
+        return renderer.get_text_width_height_descent(s, FontProperties(size=9, **font), ismath=False)[0]
+
+    if kind == "check":
+        return 17 + px(label)
+    if kind == "note":
+        return px(label, style="italic")
+    if kind == "button":
+        return px(label) + 4
+    if kind == "slider":
+        return px(label) + 12 + _TRACK_PX + 8 + px(str(value[1]), weight="bold")
+    shown = str(value) + (" \u25be" if kind == "menu" else "")
+    return px(label) + 6 + 5 + px(shown, weight="bold") + 5
+
+
+def _layout(controls, width, renderer) -> list[list[tuple]]:
+    """Controls in rows that fit ``width`` pixels, each control's width measured as drawn."""
+    rows, row, used = [], [], _PAD_PX + 4
     for kind, label, value in controls:
-        shown = value[1] if kind == "slider" else ("" if kind in ("check", "button", "note") else value)
-        need = 6.3 * (len(label) + len(str(shown))) + 30 + (_TRACK_PX + 16 if kind == "slider" else 0)
+        need = _control_px(kind, label, value, renderer)
         if row and used + need > width - _PAD_PX:
             rows.append(row)
-            row, used = [], _PAD_PX
+            row, used = [], _PAD_PX + 4
         row.append((kind, label, value))
         used += need + _GAP_PX
     rows.append(row)

@@ -46,3 +46,17 @@ def test_a_ticked_box_differs_from_an_empty_one():
 def test_a_control_it_cannot_draw_is_refused_by_name(bad, words):
     with pytest.raises(ValueError, match=re.escape(words)):
         check_controls([bad])
+
+
+def test_no_control_runs_past_the_pictures_right_edge():
+    """Widths are measured as drawn: a long bold value (chapter 9's sentence box) pushes the
+    next control onto a new row instead of past the edge (a guess of 6.3 px a character did)."""
+    png = _png(width=8.25)                                                      # 825 px, as chapter 9's still
+    sentence = "The animal didn't cross the street because it was too tired."
+    shown = imread(io.BytesIO(with_controls(png, [("box", "sentence (Enter to run the model)", sentence),
+                                                  ("slider", "layer", (0.0, "0"))])))
+    height = imread(io.BytesIO(png)).shape[0]
+    strip = shown[height:, :, :3]                                               # (strip rows, 825, 3)
+    inked = np.where((strip < 0.8).any(axis=(0, 2)))[0]                          # columns with dark ink
+    assert inked.max() < strip.shape[1] - 4, f"ink at column {inked.max()} of {strip.shape[1]}"
+    assert shown.shape[0] - height > 3 * 30, "the slider should have wrapped onto a second row"

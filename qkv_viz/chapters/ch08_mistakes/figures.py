@@ -42,12 +42,12 @@ def plot_split(n_heads: int = 2, d_head: int = 2, wrong: bool = False, ax=None, 
                      color="white", fontsize=style.ANNOTATION_PT, fontweight="bold")
              for (i, j), _ in np.ndenumerate(origin)]
     ax.set_yticks(range(3), ["q", "k", "v"])
-    names = ([f"columns {h * d_head}-{(h + 1) * d_head - 1}" for h in range(n_heads)] if wrong  # not heads any more
+    names = ([f"read as head {h}" for h in range(n_heads)] if wrong  # what the code takes for head h
              else [f"head {h}" for h in range(n_heads)])
     ax.set_xticks([h * d_head + (d_head - 1) / 2 for h in range(n_heads)], names)
     for h in range(1, n_heads):
         ax.axvline(h * d_head - 0.5, color="white", lw=3)
-    ax.set_ylabel("split output")
+    ax.set_ylabel("piece the code uses as")
     for spine in ax.spines.values():
         spine.set_visible(False)
     if title is not None:

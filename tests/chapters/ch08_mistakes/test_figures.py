@@ -27,7 +27,7 @@ def test_plot_split_colours_and_labels():
     assert [t.get_text() for t in texts[:4]] == ["Q0", "Q0", "Q1", "Q1"]
     assert [t.get_text() for t in im.axes.get_xticklabels()] == ["head 0", "head 1"]
     im, _ = plot_split(2, 2, wrong=True)                           # the wrong split's columns are no heads
-    assert [t.get_text() for t in im.axes.get_xticklabels()] == ["columns 0-1", "columns 2-3"]
+    assert [t.get_text() for t in im.axes.get_xticklabels()] == ["read as head 0", "read as head 1"]
 
 
 def test_plot_weight_maps_hatches_the_hidden_cells_and_captions_each_panel():

@@ -133,7 +133,8 @@ def test_the_pages_rank_claim_on_its_own_toy(page):
 
 def test_w_v_decides_what_is_carried_not_who_is_read(page):
     """The page: the same weights with V = X W_v (W_v = I) or V = K give different outputs; "the", "a"
-    and "ball" share the key (0, 0) but not the value, so with V = K reading "ball" hands over nothing."""
+    and "ball" share the key (0, 0) but not the value, so with V = K a weight row all on "ball" receives
+    (0, 0), what one all on "the" receives; with W_v = I it receives *thing*."""
     i = page["tokens"].index
     Q, K, V = page["Q"], page["K"], page["V"]
     out_v, w_v = qv.scaled_dot_product_attention(Q, K, V)
@@ -144,6 +145,10 @@ def test_w_v_decides_what_is_carried_not_who_is_read(page):
     keys = K[[i("the"), i("a"), i("ball")]]
     assert not keys.any()                                         # one key, (0, 0), for all three
     assert not np.array_equal(V[i("the")], V[i("ball")])          # but not one value
+    only_ball, only_the = np.eye(5)[i("ball")], np.eye(5)[i("the")]
+    np.testing.assert_array_equal(only_ball @ K, only_the @ K)    # V = K: reading "ball" = reading "the"
+    assert not (only_ball @ K).any()                              # ... nothing
+    assert (only_ball @ V)[list(page["features"]).index("thing")] == 1 == (only_ball @ V).sum()
 
 
 def test_one_shared_matrix_is_symmetric_and_the_verb_then_prefers_itself(page):

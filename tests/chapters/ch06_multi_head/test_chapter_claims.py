@@ -217,8 +217,8 @@ def test_with_the_toys_keys_any_one_head_passes_the_colours_as_one_number():
 
 
 def test_any_one_head_that_fetches_the_cat_loses_the_mat():
-    """The page's 1,000 random single heads (W_q = 5 * normal, seed 0): one softmax row sums to 1, so a
-    head giving the cat >= 0.9 gives the mat <= 0.1, and no head gives both more than half."""
+    """The page's argument, on 1,000 random single heads (W_q = 5 * normal, seed 0): one softmax row sums
+    to 1, so a head giving the cat >= 0.9 gives the mat <= 0.1, and no head gives both more than half."""
     X = np.array([[1., 0, 0, 1, 0, 0], [0., 0, 1, 0, 0, 0], [0., 1, 0, -1, 0, 0]])
     W_k = np.zeros((6, 2)); W_k[0, 0] = W_k[1, 1] = 1
     W_qs = 5 * np.random.default_rng(0).normal(size=(1000, 6, 2))

@@ -61,7 +61,7 @@ def check_water_query(guess, W_q_no_money) -> Feedback:
                                "(a noun still asks for a noun); change only the money column.")
     w, out = bank_row(W)
     top = RATES[int(w.argmax())]
-    reads = ", ".join(f"{t} {x:.2f}" for t, x in zip(RATES, w))
+    reads = ", ".join(f'"{t}" {x:.2f}' for t, x in zip(RATES, w))
     found = f'"bank" reads {reads}, and gathers water, money = {np.round(out, 2).tolist()}.'
     if guess == top:
         return Feedback(True, f'{found} Why does it still gather more money than water? Think, then open '

@@ -139,14 +139,14 @@ def _arrow(ax, start, end, color=_ARROW):
 def data_flow(T=None, d_model=None, d_k=None, d_v=None, ax=None):
     """Self-attention as a data flow: X -> Q, K, V -> Q @ K^T -> / sqrt(d_k) -> softmax -> @ V, every
     matrix with its shape; every matrix product is an "@" node. If all of ``T``, ``d_model``, ``d_k``,
-    ``d_v`` are given, each box also writes the toy's shape ("here (4, 3)"). Returns the axes.
+    ``d_v`` are given, each box and each W also writes the toy's shape ("here (4, 3)"). Returns the axes.
     """
     dims = (T, d_model, d_k, d_v)
     if any(d is not None for d in dims) and not all(isinstance(d, int) and d > 0 for d in dims):
         raise ValueError(f"give all of T, d_model, d_k, d_v as positive ints (or none), got {dims}")
     toy = (lambda *s: f"({', '.join(str(d) for d in s)})") if dims[0] is not None else (lambda *s: None)
     if ax is None:
-        _, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 3.9))
+        _, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 4.1))
         ax.figure.subplots_adjust(0, 0, 1, 1)
     qc, kc, vc, gc = style.QUERY_COLOR, style.KEY_COLOR, style.VALUE_COLOR, "#777777"
     y_q, y_k, y_v, y_row = 3.2, 2.25, 1.2, 2.72       # rows of Q, K (and X), V; of the (T, T) tables
@@ -160,10 +160,18 @@ def data_flow(T=None, d_model=None, d_k=None, d_v=None, ax=None):
         _arrow(ax, (x_x + edge, y_k + 0.2 * np.sign(y - y_k)), (x_w - _AT_R, y), color)
         _at(ax, x_w, y)
         w_shape = "(d_model, d_v)" if name == "V" else "(d_model, d_k)"
-        below = name == "V"                                   # under V's node: clear of the arrow into it
-        ax.text(x_w, y - _AT_R - 0.05 if below else y + _AT_R + 0.05, f"{w}\n{w_shape}", ha="center",
+        w_toy = toy(d_model, d_v if name == "V" else d_k)
+        below = name != "Q"                                   # under K's and V's nodes: clear of the arrows
+        # Read top to bottom: name, shape, then (grey) the toy's shape, as in the boxes. Above a node the
+        # toy's line sits next to the node; under a node it comes last.
+        lift = 0.0 if w_toy is None else 0.19
+        ax.text(x_w, y - _AT_R - 0.05 if below else y + _AT_R + 0.05 + lift, f"{w}\n{w_shape}", ha="center",
                 va="top" if below else "bottom", fontsize=style.FONT_PT,
                 color=color, bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
+        if w_toy is not None:
+            ax.text(x_w, y - _AT_R - 0.05 - 0.36 if below else y + _AT_R + 0.05, f"here {w_toy}", ha="center",
+                    va="top" if below else "bottom", fontsize=style.FONT_PT, color="#555555",
+                    bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
         _arrow(ax, (x_w + _AT_R, y), (x_qkv - edge, y), color)
         _box(ax, x_qkv, y, name, shape, toy(T, d_v if name == "V" else d_k), color)
 
@@ -195,6 +203,6 @@ def data_flow(T=None, d_model=None, d_k=None, d_v=None, ax=None):
             fontsize=style.FONT_PT)
     ax.text((x_qkv + x_weights) / 2, y_v + 0.08, "V waits for the weights", ha="center", va="bottom",
             fontsize=style.FONT_PT, color=vc)
-    ax.set(xlim=(0, style.COLUMN_WIDTH), ylim=(0, 3.9), aspect="equal")
+    ax.set(xlim=(0, style.COLUMN_WIDTH), ylim=(0, 4.1), aspect="equal")
     ax.axis("off")
     return ax

@@ -41,7 +41,7 @@ def test_a_wrong_guess_with_a_right_matrix_gets_a_hint_not_the_answer():
         assert '"bank" reads' not in fb.message and str(np.round(out, 2).tolist()) not in fb.message
         assert '"bank" gives it' in fb.message and "another word more" in fb.message
     right = ch00.check_water_query("bank", sol.W_Q_NO_MONEY)
-    assert right and '"bank" reads ' + ", ".join(f"{t} {x:.2f}" for t, x in zip(ch00.RATES, w)) in right.message
+    assert right and '"bank" reads ' + ", ".join(f'"{t}" {x:.2f}' for t, x in zip(ch00.RATES, w)) in right.message
     assert not ch00.check_water_query("river", sol.W_Q_NO_MONEY)  # not a word of the sentence
     assert "one of the sentence's words" in ch00.check_water_query("river", sol.W_Q_NO_MONEY).message
 

@@ -64,6 +64,8 @@ def test_data_flow_draws_five_products_and_the_toy_shapes():
     for shape in ("(T, d_model)", "(T, d_k)", "(T, d_v)", "(T, T)", "Kᵀ (d_k, T)"):
         assert shape in texts, shape
     assert texts.count("here (4, 4)") == 3 and "here (4, 3)" in texts
+    assert texts.count("here (3, 3)") == 3  # W_q, W_k, W_v: (d_model, d_k) and (d_model, d_v)
+    assert "here (3, 5)" in [t.get_text() for t in data_flow(T=4, d_model=3, d_k=2, d_v=5).texts]
     assert min(t.get_fontsize() for t in ax.texts) >= 10
     assert all("here" not in t for t in [t.get_text() for t in data_flow().texts])
 

@@ -24,13 +24,14 @@ def _cosines(P):
     return U @ U.T                                     # (T, d) @ (d, T) -> (T, T)
 
 
-def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=None):
-    """Left: a few coordinates of the position vectors P (T, d_model), the sine of each pair
-    in ``pairs`` (default: four from fast to slow), as dots at whole positions on the curve
-    sin(m theta_i) (base 10000), stacked.
+def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=None, waves=True):
+    """Left (if ``waves``): a few coordinates of the position vectors P (T, d_model), the sine
+    of each pair in ``pairs`` (default: four from fast to slow), as dots at whole positions on
+    the curve sin(m theta_i) (base 10000), stacked.
     Then cos(p_m, p_n) for all m, n; with ``learned`` (T', d) a trained model's position
-    table, its cosines beside them, on one colour range fitted to the data. Returns the
-    left panel's dots (one Line2D per pair), then the cosine images."""
+    table, its cosines beside them. Each map has its own colour range (its data's minimum to 1)
+    and its own colour bar. Returns the left panel's dots (one Line2D per pair, none without
+    ``waves``), then the cosine images."""
     P = as_array("P", P, ndim=2)
     T, d_model = P.shape
     if pairs is None:
@@ -39,27 +40,30 @@ def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=Non
     if any(not 0 <= i < d_model // 2 for i in pairs):
         raise ValueError(f"pairs must be pair numbers in 0..{d_model // 2 - 1}, got {pairs}")
     grams = [_cosines(P)] + ([_cosines(as_array("learned", learned, ndim=2))] if learned is not None else [])
-    axs = _axes(axes, 1 + len(grams), 0.34 if grams[1:] else 0.42)
-    theta = 10000.0 ** (-2 * np.asarray(pairs) / d_model)
-    lines, colours = [], [style.SERIES[j % len(style.SERIES)] for j in (4, 0, 2, 6)]   # no pale yellow
-    for row, (i, th) in enumerate(zip(pairs, theta)):
-        y0 = 2.6 * (len(pairs) - 1 - row)          # fast pairs on top, each curve in its own band
-        fine = np.linspace(0, T - 1, 20 * T)       # the curve sin(m theta_i) between whole positions
-        axs[0].plot(fine, np.sin(fine * th) + y0, "-", lw=0.9, color=colours[row % 4], alpha=0.6)
-        lines.append(axs[0].plot(np.arange(T), P[:, 2 * i] + y0, "o", ms=2.6,
-                                 color=colours[row % 4])[0])
-        axs[0].text(T * 1.02, y0, f"pair {i}\nθ = {th:.2g}", va="center", ha="left",
-                    fontsize=style.MIN_FONT_PT + 1, color=colours[row % 4])
-    axs[0].set(xlabel="position m", ylabel="sin $m\\theta_i$ (each curve ±1, stacked)", yticks=[], xlim=(0, T - 1),
-               title=f"$p_m$: the sine of {len(pairs)} pairs\n(dots: whole positions m)")
-    axs[0].spines["left"].set_visible(False)
-    lo = min(float(G.min()) for G in grams)
+    n_panels = int(waves) + len(grams)
+    axs = _axes(axes, n_panels, 0.34 if n_panels > 2 else 0.42)
+    lines = []
+    if waves:
+        theta = 10000.0 ** (-2 * np.asarray(pairs) / d_model)
+        colours = [style.SERIES[j % len(style.SERIES)] for j in (4, 0, 2, 6)]   # no pale yellow
+        for row, (i, th) in enumerate(zip(pairs, theta)):
+            y0 = 2.6 * (len(pairs) - 1 - row)          # fast pairs on top, each curve in its own band
+            fine = np.linspace(0, T - 1, 20 * T)       # the curve sin(m theta_i) between whole positions
+            axs[0].plot(fine, np.sin(fine * th) + y0, "-", lw=0.9, color=colours[row % 4], alpha=0.6)
+            lines.append(axs[0].plot(np.arange(T), P[:, 2 * i] + y0, "o", ms=2.6,
+                                     color=colours[row % 4])[0])
+            axs[0].text(T * 1.02, y0, f"pair {i}\nθ = {th:.2g}", va="center", ha="left",
+                        fontsize=style.MIN_FONT_PT + 1, color=colours[row % 4])
+        axs[0].set(xlabel="position m", ylabel="sin $m\\theta_i$ (each curve ±1, stacked)", yticks=[],
+                   xlim=(0, T - 1), title=f"$p_m$: the sine of {len(pairs)} pairs\n(dots: whole positions m)")
+        axs[0].spines["left"].set_visible(False)
     titles = ["sinusoids: cos($p_m$, $p_n$)", f"{learned_name}: cos($p_m$, $p_n$)"]
     ims = []
-    for ax, G, title in zip(axs[1:], grams, titles):
-        ims.append(ax.imshow(G, cmap=style.WEIGHTS_CMAP, vmin=lo, vmax=1, aspect="auto", interpolation="nearest"))
+    for ax, G, title in zip(axs[int(waves):], grams, titles):
+        ims.append(ax.imshow(G, cmap=style.WEIGHTS_CMAP, vmin=float(G.min()), vmax=1, aspect="auto",
+                             interpolation="nearest"))
         ax.set(xlabel="position n", ylabel="position m", title=title)
-    axs[-1].figure.colorbar(ims[-1], ax=list(axs[1:]), fraction=0.05, pad=0.03, label="cosine (both maps)" if grams[1:] else "cosine")
+        ax.figure.colorbar(ims[-1], ax=ax, fraction=0.06, pad=0.03, label="cosine")
     return lines + ims
 
 

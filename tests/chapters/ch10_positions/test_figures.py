@@ -19,7 +19,7 @@ def _close():
     plt.close("all")
 
 
-def test_sinusoids_left_panel_draws_chosen_coordinates_as_curves_and_the_cosines_on_one_range():
+def test_sinusoids_left_panel_draws_chosen_coordinates_as_curves_and_each_cosine_map_on_its_own_range():
     P = sinusoidal_positions(20, 8)
     learned = np.random.default_rng(0).normal(size=(12, 6))
     arts = figures.plot_sinusoids(P, learned, pairs=[0, 2])
@@ -35,12 +35,18 @@ def test_sinusoids_left_panel_draws_chosen_coordinates_as_curves_and_the_cosines
     np.testing.assert_allclose(im2.get_array(), P @ P.T / 4)          # |p_m|^2 = d_model / 2
     U = learned / np.linalg.norm(learned, axis=1, keepdims=True)
     np.testing.assert_allclose(im3.get_array(), U @ U.T)
-    lo = min((P @ P.T / 4).min(), (U @ U.T).min())
-    assert im2.get_clim() == im3.get_clim() == pytest.approx((lo, 1.0))
+    assert im2.get_clim() == pytest.approx(((P @ P.T / 4).min(), 1.0))   # each map its own range
+    assert im3.get_clim() == pytest.approx(((U @ U.T).min(), 1.0))
+    bars = [ax for ax in plt.gcf().axes if ax.get_ylabel() == "cosine"]
+    assert len(bars) == 2                             # one named colour bar per map
     plt.close("all")
     default = figures.plot_sinusoids(sinusoidal_positions(64, 384))
     assert len(default) == 5                          # four curves, fast to slow, and one map
     assert not any(isinstance(a, matplotlib.image.AxesImage) for a in default[:4])
+    plt.close("all")
+    maps = figures.plot_sinusoids(P, learned, waves=False)
+    assert len(maps) == 2 and all(isinstance(a, matplotlib.image.AxesImage) for a in maps)
+    assert len(plt.gcf().axes) == 4                   # two maps, two bars, no wave panel
     with pytest.raises(ValueError, match="pairs"):
         figures.plot_sinusoids(P, pairs=[4])
 

@@ -191,25 +191,53 @@ def check_decoder_mask(fn, seed=None) -> Feedback:
 
 
 # ---------------------------------------------------------------- exercise 4
-def check_key_padding_mask(answer) -> Feedback:
-    """Exercise 4: the boolean ``key_padding_mask`` that ``nn.MultiheadAttention`` needs for a
-    batch of two sentences of lengths 3 and 5, padded to S = 5."""
-    if answer is None:
-        return no_answer()
-    lengths = np.array(PAD_LENGTHS)
-    expected = np.arange(PAD_S)[None, :] >= lengths[:, None]  # (B, S): True = padding, ignore
-    try:
-        a = np.asarray(answer)
-    except (TypeError, ValueError):
-        return Feedback(False, "Give a nested list or an array of True/False.")
-    hint = "torch's key_padding_mask has one row per sentence and one column per key position."
-    if a.shape != expected.shape:
-        return Feedback(False, f"Shape {a.shape}; {hint} (no query axis: it applies to every query).")
-    if a.dtype != bool:
-        return Feedback(False, "Give booleans (True/False): a float mask is added to the scores instead.")
-    if np.array_equal(a, expected):
-        return Feedback(True, "True marks padding, which nn.MultiheadAttention ignores.")
-    if np.array_equal(a, ~expected):
-        return Feedback(False, "That is our masks' convention (True = may look). torch's key_padding_mask "
-                               "means the opposite: True = this key is padding, ignore it.")
-    return Feedback(False, f"Not yet. Hint: {hint} Which positions of a 3-token sentence are padding?")
+def key_padding_mask_reference(lengths, S):
+    """(B, S) bool, torch's convention: True = padding key, ignored. Real tokens come first."""
+    return np.arange(S)[None, :] >= np.asarray(lengths)[:, None]
+
+
+def key_padding_mask_cases(seed=None) -> list:
+    rng = np.random.default_rng(seed)
+    cases = [(np.array(PAD_LENGTHS), PAD_S), (np.array([6, 0, 2]), 6)]   # one empty sentence
+    lengths = rng.integers(0, 8, size=4)
+    lengths[0] = 7                                        # one sentence without padding
+    cases.append((lengths, 7))
+    return cases
+
+
+def _diagnose_key_padding_mask(got, want, case):
+    lengths, S = case
+    if got.ndim == 3 and got.shape[1] == 1 and got.shape[::2] == want.shape:
+        return ("that has the book's query axis, (B, 1, S); torch's key_padding_mask is (B, S): one row "
+                "per sentence, applied to every query.")
+    if got.shape != want.shape:
+        return None
+    if not np.all(np.isin(got, (0, 1))):
+        return "give a boolean mask (True/False)."
+    g = got.astype(bool)
+    if np.array_equal(g, ~want):
+        return ("that is our masks' convention (True = may look). torch's key_padding_mask means the "
+                "opposite: True = this key is padding, ignore it.")
+    pos = np.arange(S)[None, :]
+    lengths = np.asarray(lengths)[:, None]
+    if np.array_equal(g, pos > lengths) or np.array_equal(g, pos >= lengths - 1):
+        return ("one position off: positions count from 0, so a sentence of length n has real tokens "
+                "0 .. n - 1 and its first padding key is position n.")
+    return None
+
+
+def check_key_padding_mask(fn, seed=None) -> Feedback:
+    """Exercise 4: ``fn(lengths, S)`` -> the (B, S) boolean ``key_padding_mask`` that
+    ``nn.MultiheadAttention`` needs for a right-padded batch (True = padding, ignored)."""
+    cases = key_padding_mask_cases(seed)
+    fb = check_function(fn, key_padding_mask_reference, cases, name="your key_padding_mask",
+                        diagnose=_diagnose_key_padding_mask, atol=0, shape_hints=True,
+                        praise="True marks padding, which nn.MultiheadAttention ignores: "
+                               "the book's mask, inverted, without its query axis.")
+    if fb.correct:
+        got = np.asarray(fn(*cases[0]))
+        if got.dtype != bool:
+            return Feedback(False, f"The right positions, but of dtype {got.dtype}: give booleans "
+                                   "(True/False). torch reads only a boolean mask this way; a float one is "
+                                   "added to the scores, so 1.0 would hide nothing.")
+    return fb

@@ -37,7 +37,6 @@ def decoder_mask(lengths, T):
     return causal[None, :, :] & real[:, None, :]                       # (1, T, T) & (B, 1, T) -> (B, T, T)
 
 
-def key_padding_mask():
-    """Exercise 4. torch: (B, S), True = padding (ignore)."""
-    return [[False, False, False, True, True],
-            [False, False, False, False, False]]
+def key_padding_mask(lengths, S):
+    """Exercise 4. torch: (B, S), True = padding (ignore); the book's padding mask, inverted."""
+    return np.arange(S)[None, :] >= np.asarray(lengths)[:, None]     # (1, S) >= (B, 1) -> (B, S)

@@ -11,7 +11,7 @@ from qkv_viz.chapters.ch03_toy.toy import TOY_K, TOY_Q
 
 # "One row by hand": token 1's query q1 = (-1, 1) against k0 = (0, 1), k1 = (3, 1), k2 = (1, 0).
 # q1 . k_j = [0 + 1, -3 + 1, -1 + 0] = [1, -2, -1]; divided by sqrt(2): [0.707, -1.414, -0.707];
-# e^score = [2.028, 0.243, 0.493], their sum 2.764; weights = [0.734, 0.088, 0.178]: token 1 reads token 0 most.
+# e^score = [2.028, 0.243, 0.493], their sum 2.764; weights = [0.734, 0.088, 0.178]: key 0 takes most of query 1's weight.
 def row_by_hand(Q, K, token=1):
     """The row of weights of query ``token`` of Q (T, d_k) against the keys K (S, d_k): (S,)."""
     dots = K @ Q[token]                                 # (S, d_k) @ (d_k,) -> (S,): one dot product per key

@@ -151,7 +151,7 @@ def test_row_by_hand_right_answers_pass_rounded_or_not():
     for answer in (sol.WEIGHTS_1, sol.WEIGHTS_1.tolist(), np.round(sol.WEIGHTS_1, 2), [0.73, 0.09, 0.18]):
         fb = ch03.check_row_by_hand(answer)
         assert fb.correct, fb.message
-    assert "reads token 0 most" in ch03.check_row_by_hand(sol.WEIGHTS_1).message
+    assert "key 0 takes most of query 1" in ch03.check_row_by_hand(sol.WEIGHTS_1).message
     np.testing.assert_allclose(sol.WEIGHTS_1, sol.row_by_hand(ch03.TOY_Q, ch03.TOY_K))
     np.testing.assert_allclose(sol.WEIGHTS_1, softmax(ch03.TOY_Q @ ch03.TOY_K.T / np.sqrt(2))[1])  # attend's row 1
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.transforms import Bbox
+from matplotlib.transforms import Bbox, ScaledTranslation
 
 from qkv_viz.chapters.ch01_library.library import KEY_AXES, soft_lookup
 from qkv_viz.viz import style
@@ -18,6 +18,22 @@ from qkv_viz.viz.style import KEY_COLOR, QUERY_COLOR
 
 KEY_LW = 1.6                # every key arrow's line width (points): the weight is written, not drawn
 LABEL_OFFSET_PT = 7.0       # labels sit this far beyond the arrow tip, along the arrow
+COLLINEAR_SHIFT_PT = 4.0    # a key along a longer key's line is drawn this far beside it
+
+
+def _collinear_shifts(keys):
+    """(n, 2) offsets in points: a key pointing the way of a longer key (within about 3 degrees) is drawn
+    COLLINEAR_SHIFT_PT to its clockwise side, so that its shaft does not hide under the longer one's."""
+    keys = np.asarray(keys, dtype=float)
+    lengths = np.hypot(keys[:, 0], keys[:, 1])
+    shifts = np.zeros_like(keys)
+    for j, (key, n) in enumerate(zip(keys, lengths)):
+        if n == 0:
+            continue
+        longer = (lengths > n) & (keys @ key > 0.9986 * lengths * n)  # cos > 0.9986: under 3 degrees apart
+        if longer.any():
+            shifts[j] = COLLINEAR_SHIFT_PT * np.array([key[1], -key[0]]) / n
+    return shifts
 
 
 def _renderer(fig):
@@ -109,10 +125,13 @@ def plot_library(library, query, ax=None, weights=None, relayout=True):
     ax.set_xticks([-2, 0, 2])
     ax.set_yticks([-2, 2])  # no tick at 0 or -1, where the leftmost key's label may sit (history, on the x axis)
     arrows, specs = [], []
-    for key, lw in zip(library.keys[:, :2], lws):
+    shifts = _collinear_shifts(library.keys[:, :2])
+    for key, lw, shift in zip(library.keys[:, :2], lws, shifts):
         head = 8 + 1.5 * lw
-        arrows.append(ax.annotate("", key, (0, 0), arrowprops=dict(
-            arrowstyle="-|>", color=KEY_COLOR, lw=lw, shrinkA=0, shrinkB=0, mutation_scale=head)))
+        where = ax.transData + ScaledTranslation(*(shift / 72.0), ax.figure.dpi_scale_trans)
+        arrows.append(ax.annotate("", key, (0, 0), xycoords=where, textcoords=where, arrowprops=dict(
+            arrowstyle="-|>", color=KEY_COLOR, lw=lw, shrinkA=0, shrinkB=0, mutation_scale=head),
+            zorder=3 if shift.any() else 2))
         specs.append((key, lw, head / 2))
     arrows.append(ax.annotate("", q, (0, 0), arrowprops=dict(
         arrowstyle="-|>", color=QUERY_COLOR, lw=2.0, linestyle=(0, (4, 2)),

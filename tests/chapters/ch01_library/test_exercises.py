@@ -148,6 +148,14 @@ def test_the_condition_agrees_with_a_finite_difference_and_with_the_pages_peak()
     assert abs(w[peak] @ dots - dots[robot]) < 0.05
 
 
+def test_a_finite_difference_answer_passes():
+    """The exercise allows comparing a book's weight at two nearby temperatures instead of the condition."""
+    def by_difference(dots, tau, h=1e-4):
+        return softmax(dots / (tau * (1 + h))) > softmax(dots / (tau * (1 - h)))
+    for seed in range(3):
+        assert ch01.check_gains_when_warmer(by_difference, seed=seed)
+
+
 def _complement(d, t):
     return ~solutions.gains_when_warmer(d, t)
 

@@ -159,3 +159,18 @@ def test_longer_query_dots_sit_on_the_temperature_curves():
         np.testing.assert_allclose(w, [soft_lookup(DEMO_QUERY, lib, 1 / c)[1][j] for c in lengths], atol=1e-12)
     with pytest.raises(ValueError, match="longer must be"):
         weights_vs_temperature(taus, table, lib, longer=(lengths, w_long[:, :3]))
+
+
+def test_a_key_along_a_longer_keys_line_is_drawn_beside_it():
+    """Books 0 (2, 0) and 1 (1.5, 0) point the same way: book 1's arrow is shifted a few points to the side
+    (and drawn on top), so its shaft is not hidden under book 0's; no other key moves."""
+    from qkv_viz.chapters.ch01_library.figures import COLLINEAR_SHIFT_PT, _collinear_shifts
+    lib = demo_library()
+    shifts = _collinear_shifts(lib.keys)
+    np.testing.assert_allclose(shifts[1], [0, -COLLINEAR_SHIFT_PT])
+    assert not np.delete(shifts, 1, axis=0).any()
+    artists = plot_library(lib, DEMO_QUERY)
+    fig = artists[0].figure
+    fig.canvas.draw()
+    ends = [a.arrow_patch.get_path().vertices for a in artists[0:4:2]]  # display space: books 0 and 1
+    assert abs(np.median(ends[0][:, 1]) - np.median(ends[1][:, 1])) >= 0.8 * COLLINEAR_SHIFT_PT * fig.dpi / 72

@@ -16,6 +16,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import FancyArrowPatch, Rectangle
+from matplotlib.transforms import ScaledTranslation
 
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
@@ -24,6 +25,7 @@ TOKEN_COLOR = "0.45"  # the plain token x: no role yet
 ROLE_COLORS = {"q": style.QUERY_COLOR, "k": style.KEY_COLOR, "v": style.VALUE_COLOR}
 ROLE_WORDS = {"q": "query: what I look for", "k": "key: what I offer as a label",
               "v": "value: what I pass on"}
+QUERY_SHIFT_PT = 5.0  # a query along a key's line is drawn this far to its right (points)
 
 
 def _vector_row(ax, values, x0: float, y0: float, color, decimals: int = 2):
@@ -161,6 +163,8 @@ def plot_qk_plane(X, W_q, W_k, tokens, ax=None, axis_names=("key coordinate 1", 
     Tokens whose queries (or keys) land on the same point share one arrow and one label, e.g.
     "q: dog, ball". Labels sit beside the tip, keys on the arrow's left, queries on its right, so
     a key and a query on one point both show; zero vectors get a ring at 0 and labels below it.
+    A query along a key's line (within about 3 degrees) is drawn QUERY_SHIFT_PT to its right, on
+    top, so that neither arrow hides the other.
     Returns a dict: "queries" and "keys" (the arrows, or the ring of a zero vector), "labels"
     (the texts), "points" ({("q" or "k", token): (2,) array})."""
     X = as_array("X", X, ndim=2)
@@ -194,22 +198,25 @@ def plot_qk_plane(X, W_q, W_k, tokens, ax=None, axis_names=("key coordinate 1", 
                                   ha="left", va="top", fontsize=style.FONT_PT))
             zero_rows += 1
             continue
-        style_kw = (dict(arrowstyle="-|>", lw=3.0, mutation_scale=20, zorder=2) if role == "k" else  # a filled head
-                    dict(arrowstyle="->", lw=2.0, mutation_scale=16, linestyle=(0, (4, 2)), zorder=3))  # open: a key below shows
-        drawn[role].append(ax.add_patch(FancyArrowPatch((0, 0), tuple(p), color=color, shrinkA=0, shrinkB=0,
-                                                         **style_kw)))
         u = p / np.linalg.norm(p)
         n = np.array([-u[1], u[0]]) * (1 if role == "k" else -1)  # keys left of the arrow, queries right
+        where = ax.transData
+        if role == "q" and any(k @ u > 0.9986 * np.linalg.norm(k) for k in K if np.linalg.norm(k) > 0):
+            where = where + ScaledTranslation(*(QUERY_SHIFT_PT * n / 72.0), ax.figure.dpi_scale_trans)
+        style_kw = (dict(arrowstyle="-|>", lw=3.0, mutation_scale=20, zorder=2) if role == "k" else  # a filled head
+                    dict(arrowstyle="->", lw=2.0, mutation_scale=16, linestyle=(0, (4, 2)), zorder=3))  # open head
+        drawn[role].append(ax.add_patch(FancyArrowPatch((0, 0), tuple(p), color=color, shrinkA=0, shrinkB=0,
+                                                         transform=where, **style_kw)))
         ha = "right" if n[0] < -0.3 else "left" if n[0] > 0.3 else "center"
         va = "bottom" if n[1] > 0.3 else "top" if n[1] < -0.3 else "center"
         at = p + gap * n - 0.5 * gap * u  # beside the head, not on it
-        labels.append(ax.text(*at, text, color=color, ha=ha, va=va, fontsize=style.FONT_PT))
+        labels.append(ax.text(*at, text, color=color, ha=ha, va=va, fontsize=style.FONT_PT, transform=where))
     allp = np.vstack([Q, K, np.zeros((1, 2))])
     lo, hi = allp.min(axis=0) - 0.3 * span, allp.max(axis=0) + 0.3 * span
     lo[0] -= 0.25 * span  # room for a label left of a vertical arrow
     ax.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), aspect="equal",
            xlabel=axis_names[0], ylabel=axis_names[1],
-           title="keys (solid blue) and queries (dashed)")
+           title="keys (solid blue) and queries (dashed orange)")
     ax.axhline(0, color="0.8", lw=0.8, zorder=0)
     ax.axvline(0, color="0.8", lw=0.8, zorder=0)
     return {"queries": drawn["q"], "keys": drawn["k"], "labels": labels, "points": points}

@@ -133,3 +133,26 @@ def test_qk_plane_labels_a_key_and_a_query_on_one_point_apart():
     pos = {t.get_text(): t.get_position() for t in out["labels"]}
     assert pos["q: chased"][1] < 0 < pos["k: dog"][1]           # the horizontal arrow: key above, query below
     assert pos["q: dog"][0] > 0 > pos["k: chased"][0]           # the vertical arrow: key left, query right
+
+
+def test_qk_plane_draws_a_query_along_a_key_a_few_points_to_its_right_on_top():
+    """'q: chased' lies on 'k: dog': the dashed query is shifted QUERY_SHIFT_PT sideways, so both show."""
+    from qkv_viz.chapters.ch02_projections.figures import QUERY_SHIFT_PT, plot_qk_plane
+    W_q = np.array([[0, 2], [2, 0], [1, 1.]])
+    W_k = np.array([[2, 0], [0, 2], [0, 0.]])
+    out = plot_qk_plane(np.eye(3), W_q, W_k, ["dog", "chased", "odd"])   # "odd": a query on no key's line
+    ax = out["keys"][0].axes
+    pt = ax.figure.dpi / 72.0  # display pixels per point
+
+    def shift(arrow):  # where the arrow's origin lands, minus where (0, 0) does, in points
+        return (arrow.get_transform().transform((0, 0)) - ax.transData.transform((0, 0))) / pt
+
+    by_label = dict(zip([t.get_text() for t in out["labels"]], out["labels"]))
+    q_dog, q_chased, q_odd = out["queries"]                     # drawn in token order
+    assert np.allclose(shift(q_chased), [0, -QUERY_SHIFT_PT])    # along +x: its right is down
+    assert np.allclose(shift(q_dog), [QUERY_SHIFT_PT, 0])        # along +y: its right is +x
+    assert np.allclose(shift(q_odd), 0)                          # (1, 1) lies on no key: not moved
+    assert all(np.allclose(shift(k), 0) for k in out["keys"][:2])  # keys stay put ([2]: "odd"'s zero ring)
+    assert q_chased.get_zorder() > out["keys"][0].get_zorder()
+    assert np.allclose((by_label["q: chased"].get_transform().transform((0, 0))
+                        - ax.transData.transform((0, 0))) / pt, [0, -QUERY_SHIFT_PT])  # its label moves with it

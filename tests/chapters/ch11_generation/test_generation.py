@@ -52,10 +52,18 @@ def test_time_generation_reports_both_ways_and_their_agreement():
     assert r["ratio"] == pytest.approx(r["uncached_ms_per_token"] / r["cached_ms_per_token"])
 
 
-def test_flop_ratio_is_t_plus_one():
-    """The page says: without the cache, step t does exactly t + 1 cached steps' work."""
+def test_rerun_is_the_sum_of_the_cached_steps():
+    """The page counts a rerun of the prefix under the causal mask as rows 0..t, row i meeting i + 1
+    keys: the sum of cached steps 0..t (its cumsum), below core's dense count (t + 1 full rows) and
+    about half of it late; at the plot's right end the rerun's slope is about 1.8, the cached one's 0.9."""
+    cached = np.array([step_flops(64, 4, t) for t in range(1024)], dtype=float)
+    rerun = np.cumsum(cached)
     for t in (0, 1, 15, 255, 1023):
-        assert step_flops(64, 4, t, cached=False) == (t + 1) * step_flops(64, 4, t)
+        assert rerun[t] == sum(step_flops(64, 4, i) for i in range(t + 1))
+        assert rerun[t] <= step_flops(64, 4, t, cached=False) == (t + 1) * cached[t]
+    assert 0.5 < rerun[-1] / (1024 * cached[-1]) < 0.6
+    slope = lambda ys: np.log(ys[-1] / ys[-2]) / np.log(1024 / 1023)
+    assert round(slope(rerun), 1) == 1.8 and round(slope(cached), 1) == 0.9
 
 
 LLAMA2_7B = ModelConfig("Llama-2-7B", "meta-llama/Llama-2-7b-hf", 32, 32, 32, 128, 4096, 6.74e9)
@@ -109,13 +117,13 @@ def test_the_stepper_model_is_the_pages_model():
     page = {"np": np, "torch": torch, "F": F, "math": math, "print": lambda *a: None}
     exec(cell, page)
     assert list(VOCAB) == page["VOCAB"] and list(SENTENCES) == page["SENTENCES"]
-    for n_kv in (2, 1):                              # the page's writer and its one-K/V-head retrain
-        E, p = trained_writer(n_kv_heads=n_kv)
-        assert p.n_heads == page["H"]
-        _, (E_page, *W_page) = page["train"](n_kv=n_kv)
-        for name, W in zip(("W_q", "W_k", "W_v", "W_o"), W_page):
-            np.testing.assert_allclose(getattr(p, name), W, rtol=0, atol=1e-12, err_msg=name)
-        np.testing.assert_allclose(E, E_page, rtol=0, atol=1e-12)
+    assert "n_kv" not in cell and "enable_gqa" not in cell   # plain multi-head: GQA comes later on the page
+    E, p = trained_writer()                          # the page's writer; its one-K/V-head retrain is the package's
+    assert p.n_heads == page["H"] and p.n_kv_heads == page["H"]
+    _, (E_page, *W_page) = page["train"]()
+    for name, W in zip(("W_q", "W_k", "W_v", "W_o"), W_page):
+        np.testing.assert_allclose(getattr(p, name), W, rtol=0, atol=1e-12, err_msg=name)
+    np.testing.assert_allclose(E, E_page, rtol=0, atol=1e-12)
     assert write(*trained_writer(), VOCAB, PROMPT)[0] == SENTENCES[1].split()
 
 
@@ -196,8 +204,8 @@ def test_a_writer_trained_with_one_kv_head_writes_both_sentences():
 
 @pytest.mark.parametrize("n_kv", [2, 1])
 def test_every_seed_0_to_19_writes_both_sentences(n_kv):
-    """The page's training cell says any seed 0..19 learns both sentences, with 2 K/V heads or 1:
-    each seed's writer writes both, greedily, and its loss is at the floor ln 2 / 6."""
+    """The page's training cell says any seed 0..19 learns both sentences (and so does the one-K/V-head
+    retrain, trained_writer(n_kv_heads=1)): each seed's writer writes both, greedily, and its loss is at the floor ln 2 / 6."""
     import torch
     import torch.nn.functional as F
     from qkv_viz.chapters.ch11_generation.generation import SENTENCES, VOCAB, trained_writer, write

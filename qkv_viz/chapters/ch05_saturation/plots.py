@@ -125,30 +125,3 @@ def weight_rows(rows: dict, axes=None):
     axes[0].set_ylabel(style.WEIGHTS_LABEL)
     return bars
 
-
-def runs_as_scaled(points: dict, ax=None):
-    """Each run placed as the scaled model: its learning rate and its start, both as multiples of the
-    scaled run's, on log axes; each point is labelled with its name and ``note`` (e.g. steps to 90 %).
-
-    ``points``: ``{run name: (step multiple, start multiple, note)}``. Returns the scatter collections.
-    """
-    if ax is None:
-        _, ax = plt.subplots(figsize=style.figsize(0.45, 0.9), layout="constrained")
-    dots = []
-    for i, (name, (step, start, note)) in enumerate(points.items()):
-        dots.append(ax.scatter([step], [start], s=80, color=_color(name, i), zorder=3))
-        ax.annotate(f"{name}\n{note}", (step, start), xytext=(0, 9), textcoords="offset points",
-                    ha="center", va="bottom", fontsize=style.ANNOTATION_PT)
-    values = [v for step, start, _ in points.values() for v in (step, start)]
-    lo, hi = min(values), max(values)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
-    ax.set_xlim(lo / 2, hi * 2)
-    ax.set_ylim(lo / 2, hi * 3)
-    ticks = sorted(set(values))
-    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-    ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
-    ax.minorticks_off()
-    ax.set_xlabel("learning rate (x scaled's)")
-    ax.set_ylabel("start W_q, W_k (x scaled's)")
-    return dots

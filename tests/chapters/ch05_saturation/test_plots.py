@@ -101,13 +101,3 @@ def test_weights_over_training_uses_the_books_weights_colormap_and_distinct_run_
     assert len({sp._color(name, i) for i, name in enumerate(runs)}) == len(runs)
     plt.close("all")
 
-
-def test_runs_as_scaled_places_and_labels_each_run():
-    points = {"scaled": (1, 1, "21 steps"), "unscaled": (4, 4, "78 steps"), "lr / 4": (1, 4, "> 100")}
-    dots = sp.runs_as_scaled(points)
-    ax = dots[0].axes
-    np.testing.assert_allclose([d.get_offsets()[0] for d in dots], [(1, 1), (4, 4), (1, 4)])
-    assert [t.get_text() for t in ax.texts] == ["scaled\n21 steps", "unscaled\n78 steps", "lr / 4\n> 100"]
-    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    assert all(t.get_fontsize() >= style.MIN_FONT_PT for t in ax.texts)
-    plt.close("all")

@@ -91,6 +91,8 @@ def test_the_pages_gradient_descent_learns_the_hand_written_rule(page):
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     ns = dict(page, softmax=qv.softmax, index_of=page["tokens"].index, d_k=2, print=lambda *a, **k: None)
     exec(compile(next(s for s in cells if "W_q_learn -=" in s), str(NOTEBOOK), "exec"), ns)
+    assert len(ns["history"]) == 101                         # history[k]: after k updates, k = 0 .. 100
+    np.testing.assert_allclose(ns["history"][-1], ns["reads"](ns["W_q_learn"], ns["W_k_learn"])[2])
     assert ns["history"][-1][ns["dog"]] > 0.99 and ns["history"][0][ns["dog"]] < 0.25
     assert ns["history"][10][ns["dog"]] < 0.3 < 0.9 < ns["history"][20][ns["dog"]]  # "for about ten steps ... by step 20"
     features = ns["features"]

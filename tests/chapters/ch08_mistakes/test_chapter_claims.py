@@ -215,7 +215,7 @@ def test_merging_heads_without_the_transpose_keeps_the_shape_and_mixes_tokens():
 
 def test_a_tied_k_v_twice_as_wide_finds_the_token_and_returns_its_content_and_its_label():
     """Section 2: tied at width 6, W = [W_label | W_content], label and content fit side by side
-    (the notebook's last line: weight 0.997, content error 0.006): tying costs width."""
+    (the fourth panel: weight 0.997, content error 0.006): tying costs width."""
     content, x, q, W_label, W_content = _tied_toy()
     q = np.hstack([q, np.zeros((3, 3))])
     kv = x @ np.hstack([W_label, W_content])
@@ -258,3 +258,38 @@ def test_a_b_1_s_padding_mask_on_b_h_t_s_scores_masks_head_h_with_sentence_h():
     filled = np.where(pad[:, None, :], scores, -np.inf)             # hand-written: broadcasts without a word
     e = np.exp(filled - filled.max(-1, keepdims=True))
     np.testing.assert_allclose((e / e.sum(-1, keepdims=True))[1, :, 0, 1:].sum(-1), [2 / 3, 0])
+
+
+def test_q_at_k_without_the_transpose_runs_when_s_equals_d_k_and_changes_the_weights():
+    """Section 1: `q @ k` (no .T) keeps the shape when S = d_k, rows still sum to 1, the weights move."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 8))
+    q, k = (x @ init_projection(8, 4, seed=s) for s in (1, 2))
+    right, bug = softmax(q @ k.T / 2), softmax(q @ k / 2)
+    assert bug.shape == right.shape
+    np.testing.assert_allclose(bug.sum(axis=-1), 1)
+    assert np.abs(bug - right).max() > 0.1
+    with pytest.raises(ValueError):
+        np.ones((4, 3)) @ np.ones((5, 3))                 # S != d_k: numpy refuses
+
+
+def test_a_0_1_mask_multiplied_into_the_scores_hides_nothing():
+    """Section 6: scores * mask sets hidden scores to 0, not -inf: the future keeps weight; on the
+    toy (hidden scores already 0) it is exactly no mask; with negative hidden scores it even raises them."""
+    from qkv_viz import masked_softmax
+    k_pos = 2 * np.eye(4)
+    scores = k_pos[[0, 0, 1, 2]] @ k_pos.T / 2
+    causal = np.tril(np.ones((4, 4), dtype=bool))
+    np.testing.assert_allclose(softmax(scores * causal), softmax(scores))
+    assert softmax(scores * causal)[~causal].sum() > 0.5
+    assert masked_softmax(scores, causal)[~causal].sum() == 0
+    s = np.array([1.0, -3.0])
+    assert softmax(s * np.array([1, 0]))[1] > softmax(s)[1]
+
+
+def test_minus_1e9_in_float16_is_harmless_when_a_key_is_visible():
+    """Section 4: stored as -inf, -1e9 acts like the right fill unless every key is hidden."""
+    with np.errstate(over="ignore"):
+        row = np.array([0, -1e9, -1e9]).astype(np.float16)
+    e = np.exp(row - row.max())
+    np.testing.assert_array_equal(e / e.sum(), [1, 0, 0])

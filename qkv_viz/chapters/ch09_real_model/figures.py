@@ -178,3 +178,36 @@ def encoder_layer_diagram(config, T: int | str = "T", ax=None):
     artists.append(ax.text(0.05, 0.25, f"feed-forward: {d} → {d_ff} → {d}, each token on its own",
                            ha="left", va="center", fontsize=style.FONT_PT, color=style.VALUE_COLOR))
     return artists
+
+
+def query_key_figure(cosines, key_norms, q_norm, tokens, marked=(), title=""):
+    """One query against every key: bars of cos(q, k_j) per key (T,), each bar labelled
+    with its key's length ||k_j||; ``q_norm`` (the query's length) goes in the y label, since
+    the score is ||q|| ||k_j|| cos(q, k_j) / sqrt(d_k). Keys in ``marked`` are outlined in black.
+    Returns the figure (closed, for display)."""
+    import matplotlib.pyplot as plt
+
+    cosines, key_norms = as_array("cosines", cosines, ndim=1), as_array("key_norms", key_norms, ndim=1)
+    T = cosines.shape[0]
+    if key_norms.shape != (T,) or len(tokens) != T:
+        raise ValueError(f"cosines {cosines.shape} and key_norms {key_norms.shape} must both be (T,) "
+                         f"for the {len(tokens)} tokens")
+    fig, ax = plt.subplots(figsize=style.figsize(1.0, 0.4), layout="constrained")
+    x = np.arange(T)
+    edges = ["black" if t in marked else style.KEY_COLOR for t in tokens]
+    ax.bar(x, cosines, 0.7, color=style.KEY_COLOR, edgecolor=edges,
+           linewidth=[2.0 if t in marked else 0.5 for t in tokens])
+    lo, hi = min(cosines.min(), 0), max(cosines.max(), 0)
+    pad = 0.04 * (hi - lo)
+    for xi, cj, nj in zip(x, cosines, key_norms):
+        ax.text(xi, cj + (pad if cj >= 0 else -pad), f"{nj:.1f}", ha="center",
+                va="bottom" if cj >= 0 else "top", fontsize=9)
+    ax.axhline(0, color="0.3", lw=0.8)
+    ax.set_ylim(lo - 4 * pad, hi + 4 * pad)
+    ax.set_xticks(x, list(tokens), rotation=90)
+    ax.set_xlabel("keys (attended to); the number on a bar is the key's length ‖k_j‖")
+    ax.set_ylabel(f"cos(q, k_j), ‖q‖ = {q_norm:.1f}")
+    if title:
+        ax.set_title(title)
+    plt.close(fig)
+    return fig

@@ -75,3 +75,16 @@ def test_encoder_layer_diagram_takes_its_shapes_from_the_config():
     own = encoder_layer_diagram(config)  # ax=None: its own figure, "T" as a letter
     assert own[0].axes is not ax and any("T × 64" in a.get_text() for a in own if hasattr(a, "get_text"))
     plt.close("all")
+
+
+def test_query_key_figure_bars_are_the_cosines_and_labels_the_key_lengths():
+    from qkv_viz.chapters.ch09_real_model.figures import query_key_figure
+    cos, norms = np.array([0.4, -0.2, 0.1]), np.array([5.0, 7.25, 6.0])
+    fig = query_key_figure(cos, norms, 8.6, ["a", "b", "c"], marked=["a"], title="t")
+    ax = fig.axes[0]
+    np.testing.assert_allclose([p.get_height() for p in ax.patches], cos)
+    assert [t.get_text() for t in ax.texts] == ["5.0", "7.2", "6.0"]
+    assert "8.6" in ax.get_ylabel() and ax.get_title() == "t"
+    assert ax.patches[0].get_edgecolor() != ax.patches[1].get_edgecolor()
+    with pytest.raises(ValueError, match="3 tokens"):
+        query_key_figure(cos, norms[:2], 8.6, ["a", "b", "c"])

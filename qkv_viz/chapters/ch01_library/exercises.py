@@ -11,7 +11,7 @@ error. Wrong answers get a hint, never the answer. Worked solutions are in
 2. ``check_lookup_available(fn)``: ``fn(query, keys, values, available, temperature) -> (output, weights)``:
    a soft lookup in which the books with ``available == False`` get weight exactly 0 (a mask).
 3. ``check_gains_when_warmer(fn)``: ``fn(dots, tau) -> (S,) bool``, True for each book whose weight
-   ``softmax(dots / tau)[j]`` rises as the temperature rises (the condition the exercise states: d_j below the weighted mean).
+   ``softmax(dots / tau)[j]`` rises as the temperature rises (the rule the reader finds: d_j below the weighted mean).
 """
 from __future__ import annotations
 

@@ -116,3 +116,29 @@ def test_river_and_flooded_give_the_same_value_but_river_is_found_more(page):
     tokens = RIVER.split()
     row = w[tokens.index("bank")]
     assert row[tokens.index("river")] > row[tokens.index("flooded")]
+
+
+def test_the_grid_reading(page):
+    """Under the grid: "the" and "its" read all T tokens equally (1/T); every other row gives its largest
+    weights to nouns."""
+    for sentence in (RIVER, RATES):
+        tokens = sentence.split()
+        _, w = _attend(page, sentence)
+        nouns = {i for i, t in enumerate(tokens) if page["table"][t][2] == 1}
+        for i, t in enumerate(tokens):
+            if t in ("the", "its"):
+                np.testing.assert_allclose(w[i], 1 / len(tokens))
+            else:
+                top = np.flatnonzero(np.isclose(w[i], w[i].max()))
+                assert set(top) <= nouns, (sentence, t, w[i])
+
+
+def test_the_qkv_tables_are_x_times_the_ws(page):
+    """The Q, K, V tables of "the river bank flooded" are X @ W (what the page prints)."""
+    nb = json.loads(NOTEBOOK.read_text())
+    out = next("".join(o["text"]) for c in nb["cells"] if c["id"] == "c0qkvtab" for o in c["outputs"] if "text" in o)
+    X = page["embed"](RIVER)
+    for name, W in (("Q = X W_q", page["W_q"]), ("K = X W_k", page["W_k"]), ("V = X W_v", page["W_v"])):
+        block = out.split(name)[1].strip().split("\n\n")[0].split("\n")[1:]
+        got = np.array([[float(x) for x in line.split()[1:]] for line in block])
+        np.testing.assert_allclose(got, X @ W)

@@ -29,8 +29,8 @@ def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=Non
     of each pair in ``pairs`` (default: four from fast to slow), as dots at whole positions on
     the curve sin(m theta_i) (base 10000), stacked.
     Then cos(p_m, p_n) for all m, n; with ``learned`` (T', d) a trained model's position
-    table, its cosines beside them. Each map has its own colour range (its data's minimum to 1)
-    and its own colour bar. Returns the left panel's dots (one Line2D per pair, none without
+    table, its cosines beside them. All maps share one colour scale, the cosine's full range
+    -1 to 1 (white at 0), and one colour bar. Returns the left panel's dots (one Line2D per pair, none without
     ``waves``), then the cosine images."""
     P = as_array("P", P, ndim=2)
     T, d_model = P.shape
@@ -60,10 +60,11 @@ def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=Non
     titles = ["sinusoids: cos($p_m$, $p_n$)", f"{learned_name}: cos($p_m$, $p_n$)"]
     ims = []
     for ax, G, title in zip(axs[int(waves):], grams, titles):
-        ims.append(ax.imshow(G, cmap=style.WEIGHTS_CMAP, vmin=float(G.min()), vmax=1, aspect="auto",
-                             interpolation="nearest"))
+        ims.append(ax.imshow(G, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest"))
         ax.set(xlabel="position n", ylabel="position m", title=title)
-        ax.figure.colorbar(ims[-1], ax=ax, fraction=0.06, pad=0.03, label="cosine")
+    maps = list(axs[int(waves):])
+    axs[0].figure.colorbar(ims[-1], ax=maps, fraction=0.06 / len(maps), pad=0.03, ticks=[-1, -0.5, 0, 0.5, 1],
+                           label="cosine (one scale, -1 to 1)")
     return lines + ims
 
 

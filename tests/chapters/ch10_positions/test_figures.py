@@ -19,7 +19,7 @@ def _close():
     plt.close("all")
 
 
-def test_sinusoids_left_panel_draws_chosen_coordinates_as_curves_and_each_cosine_map_on_its_own_range():
+def test_sinusoids_left_panel_draws_chosen_coordinates_as_curves_and_the_cosine_maps_share_one_full_scale():
     P = sinusoidal_positions(20, 8)
     learned = np.random.default_rng(0).normal(size=(12, 6))
     arts = figures.plot_sinusoids(P, learned, pairs=[0, 2])
@@ -35,10 +35,10 @@ def test_sinusoids_left_panel_draws_chosen_coordinates_as_curves_and_each_cosine
     np.testing.assert_allclose(im2.get_array(), P @ P.T / 4)          # |p_m|^2 = d_model / 2
     U = learned / np.linalg.norm(learned, axis=1, keepdims=True)
     np.testing.assert_allclose(im3.get_array(), U @ U.T)
-    assert im2.get_clim() == pytest.approx(((P @ P.T / 4).min(), 1.0))   # each map its own range
-    assert im3.get_clim() == pytest.approx(((U @ U.T).min(), 1.0))
-    bars = [ax for ax in plt.gcf().axes if ax.get_ylabel() == "cosine"]
-    assert len(bars) == 2                             # one named colour bar per map
+    assert im2.get_clim() == im3.get_clim() == (-1, 1)          # one scale, the cosine's full range
+    assert im2.cmap.name == im3.cmap.name
+    bars = [ax for ax in plt.gcf().axes if ax.get_ylabel().startswith("cosine")]
+    assert len(bars) == 1 and "-1 to 1" in bars[0].get_ylabel()   # one named colour bar, limits stated
     plt.close("all")
     default = figures.plot_sinusoids(sinusoidal_positions(64, 384))
     assert len(default) == 5                          # four curves, fast to slow, and one map
@@ -46,7 +46,10 @@ def test_sinusoids_left_panel_draws_chosen_coordinates_as_curves_and_each_cosine
     plt.close("all")
     maps = figures.plot_sinusoids(P, learned, waves=False)
     assert len(maps) == 2 and all(isinstance(a, matplotlib.image.AxesImage) for a in maps)
-    assert len(plt.gcf().axes) == 4                   # two maps, two bars, no wave panel
+    assert len(plt.gcf().axes) == 3                   # two maps, one shared bar, no wave panel
+    plt.close("all")
+    alone = figures.plot_sinusoids(P)[-1]             # the map alone also spans -1 to 1: dark is not 0.5
+    assert alone.get_clim() == (-1, 1)
     with pytest.raises(ValueError, match="pairs"):
         figures.plot_sinusoids(P, pairs=[4])
 

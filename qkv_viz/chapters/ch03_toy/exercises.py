@@ -76,7 +76,7 @@ def check_row_by_hand(weights_1) -> Feedback:
     if np.allclose(w, want, atol=HAND_ATOL, rtol=0):
         return Feedback(True, f"Token 1's weights are {np.round(want, 3).tolist()}. Its query "
                               f"q1 = (-1, 1) matches k0 best, so key 0 takes most of query 1's weight. "
-                              "attend's second row, printed below, says the same.")
+                              "attend's second row, in the pictures below, says the same.")
     for message, wrong in _hand_mistakes():
         if np.allclose(w, wrong, atol=HAND_ATOL, rtol=0):
             return Feedback(False, message)

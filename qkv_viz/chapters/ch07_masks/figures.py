@@ -139,3 +139,41 @@ def plot_masked_batch(weights, causal, padding, tokens, titles=None, axes=None):
         if b:
             ax.set_ylabel("")
     return images
+
+
+def plot_causal_cut(scores, masked, weights, tokens, axes=None):
+    """Three heatmaps of one head, side by side: its ``scores`` (T, T), the ``masked`` scores
+    (hidden ones -inf) and the ``weights`` after the softmax. The -inf cells and the weight
+    panel's hidden cells look alike: the weight-0 colour under white ``/``, no number.
+
+    ``tokens``: T names, queries and keys; ``axes``: 3 axes (created when None). The two score
+    panels share one diverging colour bar, the weights have their own (0..1). Returns the
+    three images.
+    """
+    from qkv_viz.viz import style
+    from qkv_viz.viz.plots import attention_heatmap, scores_heatmap
+
+    scores, masked, weights = (np.asarray(a, dtype=float) for a in (scores, masked, weights))
+    if not scores.shape == masked.shape == weights.shape or scores.ndim != 2:
+        raise ValueError(f"scores, masked and weights must share one (T, S) shape, got "
+                         f"{scores.shape}, {masked.shape}, {weights.shape}")
+    hidden = np.isneginf(masked)                                     # (T, S): True = -inf
+    if axes is None:
+        fig, axes = plt.subplots(1, 3, figsize=style.figsize(1.0, 0.36), layout="constrained")
+    axes = np.asarray(axes).reshape(3)
+    limit = float(np.abs(scores).max()) or 1.0
+    kw = dict(tokens_q=tokens, tokens_k=tokens, colorbar=False)
+    images = [scores_heatmap(scores, ax=axes[0], limit=limit, title="scores", **kw),
+              scores_heatmap(np.where(hidden, 0.0, masked), ax=axes[1], limit=limit,
+                             title="masked scores (/ = −∞)", **kw),
+              attention_heatmap(weights, ax=axes[2], title="weights", **kw)]
+    zero = plt.get_cmap(style.WEIGHTS_CMAP)(0.0)                     # -inf: drawn as weight 0 is
+    for i, j in np.argwhere(hidden):
+        axes[1].add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=zero, lw=0))
+    for ax in axes[1:]:
+        hatch_masked(ax, ~hidden)
+        ax.set_ylabel("")
+    fig = axes[0].figure
+    fig.colorbar(images[0], ax=axes[:2], label="score q·k / √d_k", shrink=0.9)
+    fig.colorbar(images[2], ax=axes[2], label=style.WEIGHTS_LABEL, shrink=0.9)
+    return images

@@ -99,7 +99,7 @@ class MaskFigure(CheckedFigure):
         ax = fig.subplots()
         im = attention_heatmap(self.weights, ax=ax, tokens_q=self.tokens_q, tokens_k=self.tokens_k,
                                colorbar=False, title="attention weights after the mask\n"
-                                                     "hidden: / causal, grey padding, − clicked")
+                                                     "hidden cells: '/' causal, grey padding, lines clicked")
         T, S = self.T, self.S
         by_causal = ~causal_mask(T, S) if self.causal else np.zeros((T, S), bool)
         by_padding = np.broadcast_to(np.arange(S)[None, :] >= self.n_real, (T, S))

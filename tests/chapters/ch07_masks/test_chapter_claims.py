@@ -194,3 +194,24 @@ def test_changing_the_last_input_moves_no_earlier_output_under_the_causal_mask()
         after, _ = scaled_dot_product_attention(q, k2, v2, mask=mask)
         change = np.abs(after[:-1] - before[:-1]).max(axis=-1)       # (T-1,): earlier outputs
         assert np.all(change > 1e-6) if moves else np.all(change == 0)
+
+
+def test_the_pages_two_heads_under_one_mask_give_the_grammar_heads_weights():
+    """The multi-head cell (was printed on the page): the grammar and peeking heads stacked, on the padded
+    batch <bos> le chat noir / <bos> le, under a (B, 1, T, T) mask; head 0 = the grammar head alone."""
+    inputs = ["<bos>", "le", "chat", "noir"]
+    Y = np.eye(4)                                          # (T, d_model = 4 here): one-hot decoder inputs
+    W_k = np.eye(4)
+    W_gram = np.zeros((4, 4))
+    for a, b in {"le": "chat", "chat": "le", "noir": "chat"}.items():
+        W_gram[inputs.index(a), inputs.index(b)] = 8.0
+    W_peek = 8.0 * np.eye(4, k=1)
+    real = np.arange(4)[None, :] < np.array([4, 2])[:, None]            # (B, T)
+    mask = causal_mask(4) & real[:, None, :]                            # (B, T, T)
+    Y_b = Y * real[:, :, None]                                          # (B, T, d_model)
+    K = Y_b @ W_k
+    one = masked_softmax((Y_b @ W_gram) @ K.swapaxes(-1, -2) / 2, mask)            # (B, T, T)
+    heads = masked_softmax((Y_b[:, None] @ np.stack([W_gram, W_peek])) @ K[:, None].swapaxes(-1, -2) / 2,
+                           mask[:, None])                                           # (B, H, T, T)
+    np.testing.assert_allclose(heads[:, 0], one)
+    np.testing.assert_allclose(heads[0, 1], np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None])  # uniform rows

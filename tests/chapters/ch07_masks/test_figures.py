@@ -100,3 +100,25 @@ def test_mask_legend_has_one_hatched_swatch_per_reason_in_the_heatmaps_patterns(
     assert [h.get_hatch() for h in handles] == [HATCH, PAD_HATCH, HATCH + PAD_HATCH]
     assert [t.get_text() for t in mask_legend(plt.figure(), ["padding"]).get_texts()] == ["hidden by padding"]
     plt.close("all")
+
+
+def test_plot_causal_cut_hatches_the_minus_inf_cells_and_names_both_colour_bars():
+    from qkv_viz import masked_softmax
+    from qkv_viz.chapters.ch07_masks.figures import HATCH, plot_causal_cut
+    causal = causal_mask(4)
+    peek = 4.0 * np.eye(4, k=1)                                   # the page's peeking head
+    filled = np.where(causal, peek, -np.inf)
+    fig, axes = plt.subplots(1, 3)
+    images = plot_causal_cut(peek, filled, masked_softmax(peek, causal), list("abcd"), axes=axes)
+    assert [ax.get_title() for ax in axes] == ["scores", "masked scores (/ = −∞)", "weights"]
+    assert images[0].get_clim() == images[1].get_clim() == (-4.0, 4.0) and images[2].get_clim() == (0.0, 1.0)
+    assert len(axes[0].texts) == 16 and not axes[0].patches                   # every score written
+    for ax in axes[1:]:
+        lines = {(int(p.get_y() + 0.5), int(p.get_x() + 0.5)) for p in ax.patches if p.get_hatch() == HATCH}
+        assert lines == {(int(i), int(j)) for i, j in np.argwhere(~causal)}  # exactly the -inf cells
+        assert len(ax.texts) == int(causal.sum())                             # numbers only where visible
+    labels = sorted(a.get_ylabel() for a in fig.axes[3:])                     # the two colour bars
+    assert labels == ["score q·k / √d_k", "weights"]
+    with pytest.raises(ValueError, match="share one"):
+        plot_causal_cut(peek, filled[:3], peek, list("abcd"))
+    plt.close("all")

@@ -1,6 +1,7 @@
-"""Chapter 0's exercises: predict what "bank" reads when a noun's query stops asking for money; write one query's attention.
+"""Chapter 0's exercises: predict what "bank" reads when a noun's query stops asking for money; write one sentence
+reading another.
 
-``check_water_query`` and ``check_attend_one`` return a ``Feedback`` (``qkv_viz.chapters.feedback``); ``None`` means
+``check_water_query`` and ``check_attend_other`` return a ``Feedback`` (``qkv_viz.chapters.feedback``); ``None`` means
 "no answer yet". Worked solution: ``qkv_viz.chapters.ch00_start.solutions``.
 """
 from __future__ import annotations
@@ -13,6 +14,8 @@ from qkv_viz.chapters.feedback import Feedback, as_array, check_function, no_ans
 # The page's sentence and its rows of the page's table (features: water, money, noun).
 RATES = ("the", "bank", "raised", "its", "rates")
 RATES_X = np.array([[0, 0, 0], [0.3, 0.3, 1], [0, 0.5, 0], [0, 0, 0], [0, 1, 1]])  # (T, d_model) = (5, 3)
+RIVER = ("the", "river", "bank", "flooded")
+RIVER_X = np.array([[0, 0, 0], [1, 0, 1], [0.3, 0.3, 1], [1, 0, 0]])  # (S, d_model) = (4, 3)
 PAGE_W_K = np.array([[2, 0, 0], [0, 2, 0], [0, 0, 1]])  # (3, 3): offer your water, money and noun
 PAGE_W_V = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0]])  # (3, 3): hand over your water and money
 PAGE_W_Q = np.array([[0, 0, 1], [0, 0, 1], [2, 2, 1]])  # (3, 3): water or money asks for a noun; a noun asks for all
@@ -72,37 +75,83 @@ def check_water_query(guess, W_q_no_money) -> Feedback:
                            'the water column of the sentence\'s rows, then at its noun column; then guess again.')
 
 
-def _attend_reference(q, K, V):
-    """One query ``q`` (d_k,) against keys ``K`` (S, d_k), values ``V`` (S, d_v):
-    (output (d_v,), weights (S,), top: the index of the key it reads most)."""
-    out, w = scaled_dot_product_attention(q[None, :], K, V)  # (1, d_v), (1, S)
-    return out[0], w[0], int(np.argmax(w[0]))
+def _other_reference(X_q, X_kv, W_q, W_k, W_v):
+    """The queries of ``X_q`` (T, d_model) read the keys and values of ``X_kv`` (S, d_model):
+    (output (T, d_v), weights (T, S))."""
+    return scaled_dot_product_attention(X_q @ W_q, X_kv @ W_k, X_kv @ W_v)
 
 
-def _attend_cases(seed=0):
+def _other_cases(seed=0):
     rng = np.random.default_rng(seed)
-    b = RATES.index("bank")
-    yield RATES_X[b] @ PAGE_W_Q, RATES_X @ PAGE_W_K, RATES_X @ PAGE_W_V  # the page's "bank"
-    for S, d_k, d_v in ((1, 2, 2), (4, 3, 5), (7, 8, 1)):
-        yield rng.normal(size=d_k), rng.normal(size=(S, d_k)), rng.normal(size=(S, d_v))
+    yield RATES_X, RIVER_X, PAGE_W_Q, PAGE_W_K, PAGE_W_V  # "the bank raised its rates" reads "the river bank flooded"
+    for T, S, d_model, d_k, d_v in ((2, 5, 3, 4, 2), (3, 1, 2, 5, 3), (4, 6, 4, 2, 3)):
+        yield (rng.normal(size=(T, d_model)), rng.normal(size=(S, d_model)), rng.normal(size=(d_model, d_k)),
+               rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_v)))
 
 
-def _attend_diagnosis(result, expected, case):
-    out, w = result[0], result[1]
-    if len(result) == 3 and np.allclose(w, expected[1]) and np.allclose(out, expected[0]):
-        return (f"output and weights are right; top should be {int(expected[2])}, the index (from 0) of the "
-                f"largest weight, got {result[2]}.")
-    if w.shape == expected[1].shape and not np.isclose(w.sum(), 1):
-        return f"your weights sum to {w.sum():.3g}, not 1: softmax divides by the sum of the exponentials."
-    if np.allclose(w, _attend_reference(case[0] * np.sqrt(case[0].shape[0]), case[1], case[2])[1]):
-        return "your weights are those of the dot products unscaled: divide q . k by sqrt(d_k) first."
+def _softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _slips(X_q, X_kv, W_q, W_k, W_v):
+    """The usual slips, each as (what it returns: (output, weights), the sentence that names it)."""
+    Q, K, V = X_q @ W_q, X_kv @ W_k, X_kv @ W_v
+    d_k, d_v, d_model = K.shape[1], V.shape[1], X_q.shape[1]
+    right = Q @ K.T / np.sqrt(d_k)  # (T, S)
+    w = _softmax(right)
+    yield (_other_reference(X_q, X_q, W_q, W_k, W_v),
+           "your keys and values come from X_q, the sentence that asks. They come from X_kv, the sentence "
+           "being read: K = X_kv @ W_k, V = X_kv @ W_v.")
+    yield (_other_reference(X_kv, X_q, W_q, W_k, W_v),
+           "the two sentences are swapped: the queries come from X_q (Q = X_q @ W_q), the keys and values "
+           "from X_kv.")
+    yield (_other_reference(X_kv, X_kv, W_q, W_k, W_v),
+           "your queries come from X_kv: Q = X_q @ W_q, one row per token that asks (T rows).")
+    yield ((_softmax(Q @ K.T) @ V, _softmax(Q @ K.T)),
+           f"your weights are those of the dot products unscaled: divide Q @ K.T by sqrt(d_k) "
+           f"(d_k = {d_k} here) before the softmax.")
+    for wrong, what in ((d_v, "d_v"), (d_model, "d_model")):
+        if wrong != d_k:
+            ws = _softmax(Q @ K.T / np.sqrt(wrong))
+            yield ((ws @ V, ws), f"you divide by sqrt({what}) = sqrt({wrong}); the scores are divided by "
+                                 f"sqrt(d_k) = sqrt({d_k}), the width of the queries and keys.")
+    w0 = _softmax(right, axis=0)
+    yield ((w0 @ V, w0), "your softmax runs down the columns (axis 0): each query's row of weights must sum "
+                         "to 1, over the S keys it reads (axis -1).")
+    yield ((w @ X_kv, w), "your output mixes the rows of X_kv: it mixes the values, V = X_kv @ W_v.")
+    e = np.exp(right)
+    yield ((e @ V, e), "your weights do not sum to 1 along each row: softmax divides by the sum of the "
+                       "exponentials.")
+
+
+def _same(a, b):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return a.shape == b.shape and np.allclose(a, b)
+
+
+def _other_diagnosis(result, expected, case):
+    out, w = result
+    T, S = case[0].shape[0], case[1].shape[0]
+    for (o, ws), why in _slips(*case):
+        if _same(w, ws) and _same(out, o):
+            return why
+    if _same(w, expected[1].T) or (w.shape == (S, T) != (T, S)):
+        return f"your weights have shape {w.shape}: one row per query (T = {T}), one column per key (S = {S})."
+    if _same(w, expected[1]) and not _same(out, expected[0]):
+        return "your weights are right; the output is weights @ V, one mix of the values per query."
     return None
 
 
-def check_attend_one(fn) -> Feedback:
-    """``fn(q, K, V)`` -> (output (d_v,), weights (S,), top): one query's attention and the index of the key
-    it reads most, checked on the page's "bank" and on random shapes."""
-    return check_function(fn, _attend_reference, _attend_cases(), name="attend_one",
-                          returns=("output", "weights", "top"),
-                          diagnose=_attend_diagnosis,
-                          praise='It agrees on the page\'s "bank" (top = 4: "rates") and on three random shapes, one key included.')
+def check_attend_other(fn) -> Feedback:
+    """``fn(X_q, X_kv, W_q, W_k, W_v)`` -> (output (T, d_v), weights (T, S)): the queries of one sentence
+    read the keys and values of another; checked on the page's two sentences and on random shapes."""
+    out, _ = _other_reference(*next(_other_cases()))
+    b = RATES.index("bank")
+    return check_function(fn, _other_reference, _other_cases(), name="attend_other",
+                          returns=("output", "weights"), diagnose=_other_diagnosis, shape_hints=True,
+                          praise=f'It agrees on the page\'s sentences and on three random shapes, one with S = 1. '
+                                 f'Reading "the river bank flooded", the "bank" of "the bank raised its rates" '
+                                 f'gathers water, money = {np.round(out[b, :2], 2).tolist()}: what it gathered '
+                                 f'in the river sentence itself. Its query is the same; what it gathers comes '
+                                 f'from the sentence it reads.')

@@ -1,4 +1,4 @@
-"""Worked solution to chapter 0's exercise (kept out of the reading flow). Try it first."""
+"""Worked solutions to chapter 0's exercises (kept out of the reading flow). Try it first."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,10 +12,10 @@ W_Q_NO_MONEY = np.array([[0, 0, 1], [0, 0, 1], [2, 0, 1]])
 GUESS = "bank"
 
 
-def attend_one(q, K, V):
-    """One query q (d_k,) against keys K (S, d_k) and values V (S, d_v); top: the key it reads most."""
-    scores = K @ q / np.sqrt(q.shape[0])   # (S, d_k) @ (d_k,) -> (S,): one score per key
-    e = np.exp(scores - scores.max())      # (S,)
-    weights = e / e.sum()                  # (S,): sums to 1
-    top = int(np.argmax(weights))          # the index of the largest weight (= of the largest score)
-    return weights @ V, weights, top       # (S,) @ (S, d_v) -> (d_v,)
+def attend_other(X_q, X_kv, W_q, W_k, W_v):
+    """The queries of X_q (T, d_model) read the keys and values of X_kv (S, d_model)."""
+    Q, K, V = X_q @ W_q, X_kv @ W_k, X_kv @ W_v       # (T, d_k), (S, d_k), (S, d_v)
+    scores = Q @ K.T / np.sqrt(K.shape[1])            # (T, d_k) @ (d_k, S) -> (T, S)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)       # (T, S): each row sums to 1
+    return weights @ V, weights                       # (T, S) @ (S, d_v) -> (T, d_v)

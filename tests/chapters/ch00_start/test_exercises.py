@@ -61,34 +61,91 @@ def test_a_guess_is_read_whatever_its_case_and_quotes():
     assert ch00.check_water_query('"bank"', sol.W_Q_NO_MONEY)
 
 
-def test_attend_one_the_solution_passes_and_the_placeholder_waits():
-    fb = ch00.check_attend_one(sol.attend_one)
+def test_attend_other_the_solution_passes_and_the_placeholder_waits():
+    fb = ch00.check_attend_other(sol.attend_other)
     assert fb.correct, fb.message
-    assert ch00.check_attend_one(None).pending
+    assert ch00.check_attend_other(None).pending
+
+    def todo(X_q, X_kv, W_q, W_k, W_v):
+        raise NotImplementedError
+
+    assert ch00.check_attend_other(todo).pending
 
 
-def test_attend_one_unscaled_and_unnormalised_answers_are_named():
-    def unscaled(q, K, V):
-        e = np.exp(K @ q)
-        w = e / e.sum()
-        return w @ V, w, int(w.argmax())
-
-    def unnormalised(q, K, V):
-        w = np.exp(K @ q / np.sqrt(q.shape[0]))
-        return w @ V, w, int(w.argmax())
-
-    fb = ch00.check_attend_one(unscaled)
-    assert not fb and "sqrt(d_k)" in fb.message, fb.message
-    fb = ch00.check_attend_one(unnormalised)
-    assert not fb and "sum to" in fb.message, fb.message
+def test_attend_other_praise_is_what_bank_gathers_by_the_river():
+    """The praise: "bank" of the rates sentence reading the river sentence gathers what it gathered in the
+    river sentence itself (same query, same keys and values)."""
+    out, _ = sol.attend_other(ch00.RATES_X, ch00.RIVER_X, ch00.PAGE_W_Q, ch00.PAGE_W_K, ch00.PAGE_W_V)
+    own, _ = sol.attend_other(ch00.RIVER_X, ch00.RIVER_X, ch00.PAGE_W_Q, ch00.PAGE_W_K, ch00.PAGE_W_V)
+    np.testing.assert_allclose(out[ch00.RATES.index("bank")], own[ch00.RIVER.index("bank")])
+    assert str(np.round(out[ch00.RATES.index("bank"), :2], 2).tolist()) in ch00.check_attend_other(sol.attend_other).message
 
 
-def test_attend_one_a_wrong_top_is_named():
-    def smallest(q, K, V):
-        out, w, _ = sol.attend_one(q, K, V)
-        return out, w, int(w.argmin())
+def _sm(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
 
-    fb = ch00.check_attend_one(smallest)
-    assert not fb and "top should be" in fb.message, fb.message
-    fb = ch00.check_attend_one(lambda q, K, V: sol.attend_one(q, K, V)[:2])
-    assert not fb, fb.message
+
+def _self(X_q, X_kv, W_q, W_k, W_v):
+    return sol.attend_other(X_q, X_q, W_q, W_k, W_v)
+
+
+def _swapped(X_q, X_kv, W_q, W_k, W_v):
+    return sol.attend_other(X_kv, X_q, W_q, W_k, W_v)
+
+
+def _q_from_kv(X_q, X_kv, W_q, W_k, W_v):
+    return sol.attend_other(X_kv, X_kv, W_q, W_k, W_v)
+
+
+def _scaled_by(width):
+    def fn(X_q, X_kv, W_q, W_k, W_v):
+        Q, K, V = X_q @ W_q, X_kv @ W_k, X_kv @ W_v
+        w = _sm(Q @ K.T / np.sqrt(width(Q, V, X_q)))
+        return w @ V, w
+    return fn
+
+
+def _axis0(X_q, X_kv, W_q, W_k, W_v):
+    Q, K, V = X_q @ W_q, X_kv @ W_k, X_kv @ W_v
+    w = _sm(Q @ K.T / np.sqrt(K.shape[1]), axis=0)
+    return w @ V, w
+
+
+def _no_wv(X_q, X_kv, W_q, W_k, W_v):
+    _, w = sol.attend_other(X_q, X_kv, W_q, W_k, W_v)
+    return w @ X_kv, w
+
+
+def _unnormalised(X_q, X_kv, W_q, W_k, W_v):
+    Q, K, V = X_q @ W_q, X_kv @ W_k, X_kv @ W_v
+    w = np.exp(Q @ K.T / np.sqrt(K.shape[1]))
+    return w @ V, w
+
+
+def _transposed(X_q, X_kv, W_q, W_k, W_v):
+    out, w = sol.attend_other(X_q, X_kv, W_q, W_k, W_v)
+    return out, w.T
+
+
+def _bad_output(X_q, X_kv, W_q, W_k, W_v):
+    out, w = sol.attend_other(X_q, X_kv, W_q, W_k, W_v)
+    return out + 1, w
+
+
+@pytest.mark.parametrize("fn, words", [
+    (_self, "keys and values come from X_q"),
+    (_swapped, "swapped"),
+    (_q_from_kv, "your queries come from X_kv"),
+    (_scaled_by(lambda Q, V, X: 1), "unscaled"),
+    (_scaled_by(lambda Q, V, X: V.shape[1]), "sqrt(d_v)"),
+    (_scaled_by(lambda Q, V, X: X.shape[1]), "sqrt(d_model)"),
+    (_axis0, "down the columns"),
+    (_no_wv, "mixes the rows of X_kv"),
+    (_unnormalised, "do not sum to 1"),
+    (_transposed, "one row per query"),
+    (_bad_output, "weights are right"),
+])
+def test_attend_other_each_slip_is_named(fn, words):
+    fb = ch00.check_attend_other(fn)
+    assert not fb and not fb.pending and words in fb.message, fb.message

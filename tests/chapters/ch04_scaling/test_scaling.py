@@ -134,3 +134,21 @@ def test_multihead_in_proj_is_xavier_uniform_with_entries_of_variance_one_half()
     assert np.abs(W).max() <= bound + 1e-9 and np.abs(W).max() > 0.99 * bound
     x = np.random.default_rng(0).normal(size=(4000, 768))
     assert abs((x @ W[:64].T).var() - 0.5) < 0.05
+
+
+def test_scaled_row_spread_stays_under_one_for_the_pages_two_reasons():
+    """Page c18: the scaled spread of a row of 16 scores is under 1 (the page's 160 rows: 0.73 at d_k = 1,
+    0.95 wide) because a std over 16 keys comes out low and a row's spread |q| / sqrt(d_k) averages under 1."""
+    S, rows = 16, 1000
+    rng = np.random.default_rng(5)
+    for d_k, want in ((1, 0.76), (256, 0.95)):       # E|q| = 0.80 at d_k = 1, times about 0.95
+        q = rng.normal(size=(rows, d_k))
+        k = rng.normal(size=(rows, S, d_k))                              # fresh keys for every row
+        scores = np.einsum("rd,rsd->rs", q, k) / np.sqrt(d_k)            # (rows, S)
+        spread = scores.std(axis=1).mean()
+        assert spread == pytest.approx(want, abs=0.02)
+        q_len = (np.linalg.norm(q, axis=1) / np.sqrt(d_k)).mean()        # the row's own spread, on average
+        assert spread < q_len <= 1.01                                    # 16 keys: lower still
+    q = rng.normal(size=(200, 1))                                        # d_k = 1: with many keys the std is |q|
+    many = (q * rng.normal(size=(200, 4000))).std(axis=1)
+    np.testing.assert_allclose(many, np.abs(q[:, 0]), rtol=0.06)

@@ -274,17 +274,45 @@ def test_q_at_k_without_the_transpose_runs_when_s_equals_d_k_and_changes_the_wei
 
 
 def test_a_0_1_mask_multiplied_into_the_scores_hides_nothing():
-    """Section 6: scores * mask sets hidden scores to 0, not -inf: the future keeps weight; on the
-    toy (hidden scores already 0) it is exactly no mask; with negative hidden scores it even raises them."""
+    """Section 6: scores * mask sets hidden scores to 0, not -inf: the future keeps weight. On the
+    toy (centred keys, so the hidden scores are below 0) it is not no mask: it gives the future
+    more weight, because the hidden scores rise to 0 above the unwanted visible keys'."""
     from qkv_viz import masked_softmax
-    k_pos = 2 * np.eye(4)
+    k_pos = 2 * (np.eye(4) - 1 / 4)
     scores = k_pos[[0, 0, 1, 2]] @ k_pos.T / 2
     causal = np.tril(np.ones((4, 4), dtype=bool))
-    np.testing.assert_allclose(softmax(scores * causal), softmax(scores))
-    assert softmax(scores * causal)[~causal].sum() > 0.5
-    assert masked_softmax(scores, causal)[~causal].sum() == 0
+    assert np.all(scores != 0) and np.all(scores[~causal] < 0)
+    multiplied, unmasked = softmax(scores * causal), softmax(scores)
+    assert np.abs(multiplied - unmasked).max() > 0.05               # its own panel, not no mask's
+    assert multiplied[~causal].sum() > unmasked[~causal].sum() > 0.5
+    np.testing.assert_allclose(masked_softmax(scores, causal)[~causal], 0)
+    for i in range(1, 4):                                           # the unwanted visible keys score below the hidden 0
+        assert np.all(scores[i, :i][np.arange(i) != i - 1] < 0)
+    np.testing.assert_allclose(masked_softmax(scores, causal)[[1, 2, 3], [0, 1, 2]].round(2), [0.88, 0.79, 0.71])
     s = np.array([1.0, -3.0])
     assert softmax(s * np.array([1, 0]))[1] > softmax(s)[1]
+
+
+def test_float16_fill_table_nan_only_when_every_key_is_hidden_and_unguarded():
+    """Section 4's table: -1e9 and finfo.min + a score are stored as -inf in float16; with one key
+    visible every fill gives [1, 0, 0]; with all hidden -inf gives NaN, finfo.min a uniform row,
+    the guard 0."""
+    from qkv_viz import masked_softmax
+    f16 = np.float16
+    with np.errstate(over="ignore", invalid="ignore"):
+        fills = {"-1e9": f16(-1e9), "finfo.min": np.finfo(f16).min, "sum": np.finfo(f16).min + f16(-100)}
+        assert np.isneginf(fills["-1e9"]) and np.isneginf(fills["sum"])
+        for name, fill in fills.items():
+            one, every = np.array([0, fill, fill], f16), np.full(3, fill, f16)
+            w_one, w_every = (np.exp(r - r.max()) / np.exp(r - r.max()).sum() for r in (one, every))
+            np.testing.assert_array_equal(w_one, [1, 0, 0])
+            if name == "finfo.min":
+                np.testing.assert_allclose(w_every, 1 / 3, atol=1e-3)
+            else:
+                assert np.isnan(w_every).all()
+    visible = np.array([True, False, False])
+    np.testing.assert_array_equal(masked_softmax(np.zeros(3, f16), visible), [1, 0, 0])
+    np.testing.assert_array_equal(masked_softmax(np.zeros(3, f16), np.zeros(3, dtype=bool)), 0)
 
 
 def test_minus_1e9_in_float16_is_harmless_when_a_key_is_visible():

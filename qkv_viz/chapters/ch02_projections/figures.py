@@ -162,11 +162,13 @@ def plot_qk_plane(X, W_q, W_k, tokens, ax=None, axis_names=("key coordinate 1", 
 
     Tokens whose queries (or keys) land on the same point share one arrow and one label, e.g.
     "q: dog, ball". Labels sit beside the tip, keys on the arrow's left, queries on its right, so
-    a key and a query on one point both show; zero vectors get a ring at 0 and labels below it.
+    a key and a query on one point both show. All zero vectors share one grey ring at 0 and one
+    label, e.g. "zero: q of the, a; k of the, a, ball", set in the emptiest diagonal direction
+    from 0 with a thin line to the ring.
     A query along a key's line (within about 3 degrees) is drawn QUERY_SHIFT_PT to its right, on
     top, so that neither arrow hides the other.
-    Returns a dict: "queries" and "keys" (the arrows, or the ring of a zero vector), "labels"
-    (the texts), "points" ({("q" or "k", token): (2,) array})."""
+    Returns a dict: "queries" and "keys" (the arrows), "zero" (the ring, or None), "labels"
+    (the texts, the zero label last), "points" ({("q" or "k", token): (2,) array})."""
     X = as_array("X", X, ndim=2)
     W_q, W_k = as_array("W_q", W_q, ndim=2), as_array("W_k", W_k, ndim=2)
     if W_q.shape != (X.shape[1], 2) or W_k.shape != (X.shape[1], 2):
@@ -185,7 +187,7 @@ def plot_qk_plane(X, W_q, W_k, tokens, ax=None, axis_names=("key coordinate 1", 
             groups.setdefault((role, tuple(np.round(v, 9))), []).append(t)
     drawn = {"q": [], "k": []}
     labels = []
-    zero_rows = 0
+    zeros = {}  # role -> the tokens whose vector is 0
     span = np.abs(np.vstack([Q, K])).max() or 1.0
     gap = 0.06 * span  # label distance from the tip, in data units
     for (role, p), names in groups.items():
@@ -193,10 +195,7 @@ def plot_qk_plane(X, W_q, W_k, tokens, ax=None, axis_names=("key coordinate 1", 
         color = ROLE_COLORS[role]
         text = f"{role}: " + ", ".join(names)
         if np.linalg.norm(p) == 0:
-            drawn[role].append(ax.scatter(0, 0, s=60, facecolor="white", edgecolor=color, lw=1.5, zorder=4))
-            labels.append(ax.text(gap / 2, -gap - zero_rows * 1.6 * gap, text + " (zero)", color=color,
-                                  ha="left", va="top", fontsize=style.FONT_PT))
-            zero_rows += 1
+            zeros[role] = names
             continue
         u = p / np.linalg.norm(p)
         n = np.array([-u[1], u[0]]) * (1 if role == "k" else -1)  # keys left of the arrow, queries right
@@ -214,9 +213,28 @@ def plot_qk_plane(X, W_q, W_k, tokens, ax=None, axis_names=("key coordinate 1", 
     allp = np.vstack([Q, K, np.zeros((1, 2))])
     lo, hi = allp.min(axis=0) - 0.3 * span, allp.max(axis=0) + 0.3 * span
     lo[0] -= 0.25 * span  # room for a label left of a vertical arrow
+    ring = None
+    if zeros:  # one ring and one label for every zero vector, away from the arrows
+        ring = ax.scatter(0, 0, s=60, facecolor="white", edgecolor="0.3", lw=1.5, zorder=4)
+        text = "zero: " + "; ".join(f"{r} of " + ", ".join(zeros[r]) for r in ("q", "k") if r in zeros)
+        tips = [v for v in np.vstack([Q, K]) if np.linalg.norm(v) > 0]
+        best = None
+        for d in np.array([[1, 1], [-1, 1], [1, -1], [-1, -1]]) / np.sqrt(2):
+            at = 0.45 * span * d
+            if not (np.all(at > lo + 0.1 * span) and np.all(at < hi - 0.1 * span)):
+                continue  # too near the frame
+            clear = min((np.linalg.norm(at - max(0.0, min(1.0, at @ v / (v @ v))) * v) for v in tips),
+                        default=np.inf)  # distance from the nearest arrow
+            if best is None or clear > best[0] + 1e-9:
+                best = (clear, at, d)
+        at, d = (best[1], best[2]) if best else (np.array([gap, -gap]), np.array([1, -1]))
+        labels.append(ax.annotate(text.replace("; ", ";\n"), xy=(0, 0), xytext=tuple(at), color="0.2",
+                                  ha="left" if d[0] > 0 else "right", va="bottom" if d[1] > 0 else "top",
+                                  fontsize=style.FONT_PT,
+                                  arrowprops=dict(arrowstyle="-", color="0.5", lw=0.8, shrinkA=2, shrinkB=5)))
     ax.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), aspect="equal",
            xlabel=axis_names[0], ylabel=axis_names[1],
            title="keys (solid blue) and queries (dashed orange)")
     ax.axhline(0, color="0.8", lw=0.8, zorder=0)
     ax.axvline(0, color="0.8", lw=0.8, zorder=0)
-    return {"queries": drawn["q"], "keys": drawn["k"], "labels": labels, "points": points}
+    return {"queries": drawn["q"], "keys": drawn["k"], "zero": ring, "labels": labels, "points": points}

@@ -106,14 +106,37 @@ def test_qk_plane_puts_each_query_and_key_at_x_times_W_and_groups_shared_points(
     assert np.allclose(out["points"][("k", "mix")], 0.5 * W_k[0] + 0.5 * W_k[1])  # [1, 0]
     assert np.allclose(out["points"][("q", "mix")], [1, 1])
     texts = _texts(out["labels"])
-    assert "k: b (zero)" in texts and "q: a" in texts and "k: a" in texts
-    assert len(out["queries"]) == 3 and len(out["keys"]) == 3   # "b"'s zero key: a ring at 0
+    assert "zero: k of b" in texts and "q: a" in texts and "k: a" in texts
+    assert len(out["queries"]) == 3 and len(out["keys"]) == 2   # "b"'s zero key: the ring, not an arrow
+    assert out["zero"] is not None
     # drawn as chapter 1 draws them: keys solid with filled heads, queries dashed with open heads on top
     key_arrow, query_arrow = out["keys"][0], out["queries"][0]
     assert key_arrow.get_linestyle() == "solid" and query_arrow.get_linestyle() != "solid"
     assert query_arrow.get_zorder() > key_arrow.get_zorder()
     out = plot_qk_plane(np.eye(3)[[0, 0, 1]], W_q, W_k, ["x", "y", "z"])
     assert "q: x, y" in _texts(out["labels"])        # two tokens on one point share one label
+
+
+def test_qk_plane_merges_every_zero_vector_into_one_label_clear_of_the_arrows():
+    """The page's sentence: "the" and "a" have zero queries and keys, "ball" a zero key. One ring,
+    one label "zero: q of the, a; k of the, a, ball", set away from every arrow and inside the frame."""
+    from qkv_viz.chapters.ch02_projections.figures import plot_qk_plane
+    X = np.array([[0, 0, 0, 1], [1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0, 1, 0, 0.]])
+    W_q = np.array([[0, 2], [0, 2], [2, 0], [0, 0.]])
+    W_k = np.array([[2, 0], [0, 0], [0, 2], [0, 0.]])
+    out = plot_qk_plane(X, W_q, W_k, ["the", "dog", "chased", "a", "ball"])
+    texts = _texts(out["labels"])
+    assert "zero: q of the, a;\nk of the, a, ball" in texts       # two lines, one label
+    assert not any("(zero)" in t for t in texts)
+    zero = out["labels"][-1]
+    ax = zero.axes
+    at = np.array(zero.xyann)                                   # the label's anchor, in data units
+    assert (at > 0.5).all()                                     # the empty quadrant, not on an axis arrow
+    assert ax.get_xlim()[0] < at[0] < ax.get_xlim()[1] and ax.get_ylim()[0] < at[1] < ax.get_ylim()[1]
+    ax.figure.canvas.draw()
+    box = matplotlib.text.Text.get_window_extent(zero)           # the text alone, not its leader line
+    for arrow in out["keys"] + out["queries"]:                  # the text's box overlaps no arrow
+        assert not box.overlaps(arrow.get_window_extent())
 
 
 def test_qk_plane_needs_d_k_two_and_one_name_per_row():
@@ -152,7 +175,7 @@ def test_qk_plane_draws_a_query_along_a_key_a_few_points_to_its_right_on_top():
     assert np.allclose(shift(q_chased), [0, -QUERY_SHIFT_PT])    # along +x: its right is down
     assert np.allclose(shift(q_dog), [QUERY_SHIFT_PT, 0])        # along +y: its right is +x
     assert np.allclose(shift(q_odd), 0)                          # (1, 1) lies on no key: not moved
-    assert all(np.allclose(shift(k), 0) for k in out["keys"][:2])  # keys stay put ([2]: "odd"'s zero ring)
+    assert all(np.allclose(shift(k), 0) for k in out["keys"])      # keys stay put ("odd"'s zero key: the ring)
     assert q_chased.get_zorder() > out["keys"][0].get_zorder()
     assert np.allclose((by_label["q: chased"].get_transform().transform((0, 0))
                         - ax.transData.transform((0, 0))) / pt, [0, -QUERY_SHIFT_PT])  # its label moves with it

@@ -6,7 +6,8 @@ queries not saturated (about half) give the batch gradient's direction at W_q, n
 the unscaled batch gradient is nonetheless larger (exercise 3);
 trained with Adam (the page uses torch.optim.Adam; toy writes it out, equal to it), every run starts at chance; unscaled is about 4 times
 slower; the small start is faster than scaled; at a matched step (lr / 4) the saturated start does not reach 90 % in
-100 steps; small start is scaled at lr x 4, and start / 4 with lr / 4 is scaled.
+100 steps; small start is scaled at lr x 4, and start / 4 with lr / 4 is scaled;
+under plain SGD divided twice is slow at lr 1 and as fast as scaled at lr 16.
 """
 import numpy as np
 import pytest
@@ -216,3 +217,33 @@ def test_adam_step_is_torch_adam_on_any_gradients():
         W_torch.grad = g.clone()
         opt.step()
         torch.testing.assert_close(W, W_torch.detach(), rtol=1e-6, atol=1e-7)
+
+
+def _sgd(c, lr, seed, init=1.0, steps=100):
+    """The page's loop under torch.optim.SGD: accuracy of every step."""
+    gen = torch.Generator().manual_seed(seed)
+    W_q = (init * torch.randn(D, D, generator=gen) / 16).requires_grad_()
+    W_k = (init * torch.randn(D, D, generator=gen) / 16).requires_grad_()
+    opt = torch.optim.SGD([W_q, W_k], lr=lr)
+    acc = []
+    for _ in range(steps):
+        x = torch.randn(8, 16, D, generator=gen)
+        w = torch.softmax(c * (x @ W_q) @ (x @ W_k).transpose(-1, -2), -1)
+        loss = F.cross_entropy(6.0 * w.reshape(-1, 16), torch.arange(16).repeat(8))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        acc.append((w.argmax(-1).reshape(-1) == torch.arange(16).repeat(8)).float().mean().item())
+    return np.array(acc)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_under_sgd_divided_twice_is_slow_at_lr_1_and_fast_at_lr_16(seed):
+    """Page, SGD cell: divided twice is several times slower than scaled at lr 1 (printed 73 against 11),
+    and as fast at lr sqrt(d_k) = 16 (printed 12): with c = r^2 / sqrt(d_k), SGD at lr is the scaled model
+    from r W at lr r^2, so divided twice at lr 16 is the scaled model from W / 4 at lr 1."""
+    scaled = toy.steps_to(_sgd(1 / 16, 1.0, seed))
+    slow, fast = toy.steps_to(_sgd(1 / 256, 1.0, seed)), toy.steps_to(_sgd(1 / 256, 16.0, seed))
+    assert slow is not None and slow > 3 * scaled
+    assert fast <= scaled + 3
+    assert np.mean(_sgd(1 / 256, 16.0, seed, steps=30) == _sgd(1 / 16, 1.0, seed, init=0.25, steps=30)) > 0.95

@@ -15,15 +15,15 @@ pytestmark = pytest.mark.browser
 
 CHAPTER = "07_cross_attention_and_masks.ipynb"
 ARTIFACTS = REPO / "artifacts" / "browser"
-TOKENS = ["<bos>", "le", "chat", "noir"]     # the decoder's inputs; <bos> looks for nothing
+TOKENS = ["<bos>", "le", "chat", "noir", "<pad>"]   # the decoder's inputs and one <pad>; <bos> looks for nothing
 LOOKS_FOR = {"le": "chat", "chat": "le", "noir": "chat"}
 CELL, LEFT, TOP = 72, 78, 30          # masks.js: cell size and the heatmap's offset in the canvas
 READ = "(n) => n.closest('.qkv-figure').parentElement.qkv"
 
 
 def _scores():
-    """The chapter's grammar toy: strength 8 on the word each one looks for, / sqrt(d_k = 4)."""
-    s = np.zeros((4, 4))
+    """The chapter's grammar toy: strength 8 on the word each one looks for, / sqrt(d_k = 4); <pad> scores 0."""
+    s = np.zeros((5, 5))
     for a, b in LOOKS_FOR.items():
         s[TOKENS.index(a), TOKENS.index(b)] = 8.0 / 2
     return s
@@ -48,8 +48,8 @@ def _state(fig, book, expect_causal=None):
     for _ in range(100):
         st = fig.locator(".qkv-mask-map").evaluate(READ)
         if st is not None and (expect_causal is None or st["settings"]["causal"] == expect_causal):
-            _state.why = np.array(st["why"]).reshape(4, 4)     # bit 1 causal, 2 padding, 4 clicked
-            return np.array(st["mask"], bool).reshape(4, 4), np.array(st["weights"]).reshape(4, 4)
+            _state.why = np.array(st["why"]).reshape(5, 5)     # bit 1 causal, 2 padding, 4 clicked
+            return np.array(st["mask"], bool).reshape(5, 5), np.array(st["weights"]).reshape(5, 5)
         book.page.wait_for_timeout(50)
     pytest.fail("the mask explorer never reported its state")
 
@@ -67,11 +67,11 @@ def test_mask_explorer_follows_the_reader():
         fig = book.page.locator(".qkv-masks").first
         fig.scroll_into_view_if_needed()
         scores = _scores()
-        real = np.broadcast_to(np.arange(4) < 3, (4, 4))              # the chapter opens it with n_real=3
+        real = np.broadcast_to(np.arange(5) < 4, (5, 5))              # the chapter opens it with n_real=4: <pad> hidden
         mask, w = _state(fig, book, expect_causal=True)
-        np.testing.assert_array_equal(mask, causal_mask(4) & real)
-        np.testing.assert_allclose(w, masked_softmax(scores, causal_mask(4) & real), atol=1e-12)
-        np.testing.assert_array_equal(_state.why, (~causal_mask(4)) * 1 + (~real) * 2)   # why each cell is hidden
+        np.testing.assert_array_equal(mask, causal_mask(5) & real)
+        np.testing.assert_allclose(w, masked_softmax(scores, causal_mask(5) & real), atol=1e-12)
+        np.testing.assert_array_equal(_state.why, (~causal_mask(5)) * 1 + (~real) * 2)   # why each cell is hidden
         fig.screenshot(path=ARTIFACTS / "lab_ch07_masks_causal_and_padding.png")
 
         fig.locator(".qkv-causal-box").click()                     # causal off: le reads chat
@@ -86,9 +86,9 @@ def test_mask_explorer_follows_the_reader():
         np.testing.assert_array_equal(mask, want)
         np.testing.assert_allclose(w, masked_softmax(scores, want), atol=1e-12)
         assert w[3, 2] == 0 and np.isclose(w[3].sum(), 1)
-        assert _state.why[3, 2] == 4 and _state.why[3, 3] == 2       # clicked, padding
+        assert _state.why[3, 2] == 4 and _state.why[3, 4] == 2       # clicked, padding
 
-        for j in (0, 1):                                           # hide the rest of noir's row (key 3 is padding)
+        for j in (0, 1, 3):                                        # hide the rest of noir's row (key 4 is padding)
             _click(fig, 3, j)
         mask, w = _state(fig, book)
         assert not mask[3].any() and np.all(w[3] == 0) and np.all(np.isfinite(w))

@@ -215,3 +215,21 @@ def test_the_pages_two_heads_under_one_mask_give_the_grammar_heads_weights():
                            mask[:, None])                                           # (B, H, T, T)
     np.testing.assert_allclose(heads[:, 0], one)
     np.testing.assert_allclose(heads[0, 1], np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None])  # uniform rows
+
+
+def test_sdpa_on_the_pages_2d_cpu_tensors_runs_the_math_path_with_safe_softmax():
+    """c53: the page's 2-d CPU call takes torch's math path, whose softmax is _safe_softmax."""
+    q, k, v = (torch.randn(*s, dtype=torch.float64) for s in [(4, 6), (6, 6), (6, 4)])
+    allowed = torch.ones(4, 6, dtype=torch.bool); allowed[3] = False
+    with torch.profiler.profile() as prof:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+    names = {e.name for e in prof.events()}
+    assert {"aten::_scaled_dot_product_attention_math", "aten::_safe_softmax"} <= names
+    assert torch.all(out[3] == 0)
+
+
+def test_is_causal_equals_the_books_causal_mask():
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(5, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
+    out = F.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), is_causal=True)
+    np.testing.assert_allclose(out.numpy(), masked_softmax(q @ k.T / 2, causal_mask(5)) @ v, atol=1e-12)

@@ -24,13 +24,16 @@ def _cosines(P):
     return U @ U.T                                     # (T, d) @ (d, T) -> (T, T)
 
 
-def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=None, waves=True):
+def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=None, waves=True,
+                   own_range=False):
     """Left (if ``waves``): a few coordinates of the position vectors P (T, d_model), the sine
     of each pair in ``pairs`` (default: four from fast to slow), as dots at whole positions on
     the curve sin(m theta_i) (base 10000), stacked.
     Then cos(p_m, p_n) for all m, n; with ``learned`` (T', d) a trained model's position
     table, its cosines beside them. All maps share one colour scale, the cosine's full range
-    -1 to 1 (white at 0), and one colour bar. Returns the left panel's dots (one Line2D per pair, none without
+    -1 to 1 (white at 0), and one colour bar. With ``own_range`` (one map only, no ``learned``) the map
+    spans its own values instead, from its minimum rounded down to 0.1 up to 1, on a sequential scale,
+    the range named on the bar. Returns the left panel's dots (one Line2D per pair, none without
     ``waves``), then the cosine images."""
     P = as_array("P", P, ndim=2)
     T, d_model = P.shape
@@ -39,6 +42,8 @@ def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=Non
     pairs = [int(i) for i in pairs]
     if any(not 0 <= i < d_model // 2 for i in pairs):
         raise ValueError(f"pairs must be pair numbers in 0..{d_model // 2 - 1}, got {pairs}")
+    if own_range and learned is not None:
+        raise ValueError("own_range is for one map alone: maps side by side share the -1 to 1 scale")
     grams = [_cosines(P)] + ([_cosines(as_array("learned", learned, ndim=2))] if learned is not None else [])
     n_panels = int(waves) + len(grams)
     axs = _axes(axes, n_panels, 0.34 if n_panels > 2 else 0.42)
@@ -58,13 +63,17 @@ def plot_sinusoids(P, learned=None, axes=None, learned_name="learned", pairs=Non
                    xlim=(0, T - 1), title=f"$p_m$: the sine of {len(pairs)} pairs\n(dots: whole positions m)")
         axs[0].spines["left"].set_visible(False)
     titles = ["sinusoids: cos($p_m$, $p_n$)", f"{learned_name}: cos($p_m$, $p_n$)"]
+    if own_range:                                      # contrast where the values are, range on the bar
+        lo = float(np.floor(grams[0].min() * 10 + 1e-9) / 10)
+        cmap, ticks, label = style.WEIGHTS_CMAP, None, f"cosine (this map's range, {lo:.1f} to 1)"
+    else:
+        lo, cmap, ticks, label = -1.0, "RdBu_r", [-1, -0.5, 0, 0.5, 1], "cosine (one scale, -1 to 1)"
     ims = []
     for ax, G, title in zip(axs[int(waves):], grams, titles):
-        ims.append(ax.imshow(G, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest"))
+        ims.append(ax.imshow(G, cmap=cmap, vmin=lo, vmax=1, aspect="auto", interpolation="nearest"))
         ax.set(xlabel="position n", ylabel="position m", title=title)
     maps = list(axs[int(waves):])
-    axs[0].figure.colorbar(ims[-1], ax=maps, fraction=0.06 / len(maps), pad=0.03, ticks=[-1, -0.5, 0, 0.5, 1],
-                           label="cosine (one scale, -1 to 1)")
+    axs[0].figure.colorbar(ims[-1], ax=maps, fraction=0.06 / len(maps), pad=0.03, ticks=ticks, label=label)
     return lines + ims
 
 

@@ -54,6 +54,20 @@ def test_sinusoids_left_panel_draws_chosen_coordinates_as_curves_and_the_cosine_
         figures.plot_sinusoids(P, pairs=[4])
 
 
+def test_sinusoids_own_range_spans_the_maps_values_and_names_the_range_on_its_bar():
+    P = sinusoidal_positions(64, 512)                 # every cosine above 0.48: -1..1 would wash it out
+    im = figures.plot_sinusoids(P, own_range=True)[-1]
+    G = im.get_array()
+    lo, hi = im.get_clim()
+    assert hi == 1 and lo <= G.min() < lo + 0.1 and lo == round(lo, 1)   # minimum rounded down to 0.1
+    assert im.cmap.name != "RdBu_r"                   # sequential: no white-at-0 where 0 is off the scale
+    bars = [ax for ax in plt.gcf().axes if ax.get_ylabel().startswith("cosine")]
+    assert len(bars) == 1 and f"{lo:.1f} to 1" in bars[0].get_ylabel()
+    plt.close("all")
+    with pytest.raises(ValueError, match="own_range"):
+        figures.plot_sinusoids(P, P[:, :4], own_range=True)
+
+
 def test_dot_grid_outlines_one_diagonal_and_its_offset_panel_has_one_value_per_column():
     q, k = np.array([1.0, -0.5, 0.3, 0.8]), np.array([0.2, 0.9, -0.4, 0.5])
     grid = toy.dot_grid(q, k, 16)

@@ -1,4 +1,4 @@
-"""Chapter 3 exercises: token 1's row of weights by hand, attention with a batch axis and T != S (from given Q, K, V, or projected from X), the weights back from an output, a query that ties two keys
+"""Chapter 3 exercises: a new query's row of weights by hand, attention with a batch axis and T != S (from given Q, K, V, or projected from X), the weights back from an output, a query that ties two keys
 (for any keys).
 
 Each ``check_*`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``): right or
@@ -18,9 +18,9 @@ from qkv_viz.chapters.ch03_toy.toy import TOY_K, TOY_Q
 
 
 
-# ---------------------------------------------------------------- token 1's row, by hand
-HAND_TOKEN = 1       # the page's token 1: q1 = (-1, 1) against the keys k0, k1, k2
-HAND_ATOL = 0.006    # weights written to two decimals pass
+# ---------------------------------------------------------------- a new query's row, by hand
+HAND_Q = np.array([1.0, -1.0])   # a fourth token's query, against the page's keys k0, k1, k2; no figure shows its row
+HAND_ATOL = 0.006                # weights written to two decimals pass
 
 
 def _softmax_row(x):
@@ -29,18 +29,19 @@ def _softmax_row(x):
 
 
 def _hand_mistakes():
-    """(message, wrong weights (3,)) for the usual slips on token 1's row, in the order tried."""
-    q, K, Q = TOY_Q[HAND_TOKEN], TOY_K, TOY_Q
+    """(message, wrong weights (3,)) for the usual slips on the new query's row, in the order tried."""
+    q, K = HAND_Q, TOY_K
     d_k = K.shape[1]
-    dots = K @ q                                         # (3, 2) @ (2,) -> (3,): q1 . k_j
+    dots = K @ q                                         # (3, 2) @ (2,) -> (3,): q . k_j
     scores = dots / np.sqrt(d_k)
-    column = softmax(Q @ K[HAND_TOKEN] / np.sqrt(d_k))   # (3,): key 1 against every query, softmax over queries
+    Q4 = np.vstack([TOY_Q, q])                           # (4, 2): the page's three queries and the new one
+    column = softmax((Q4 @ K.T / np.sqrt(d_k)).T)[:, -1]  # softmax down each column (over the queries), row q
     mistakes = [
-        ("these are the weights of the dot products UNSCALED: divide each q1 . k_j by sqrt(d_k) = sqrt(2) "
+        ("these are the weights of the dot products UNSCALED: divide each q . k_j by sqrt(d_k) = sqrt(2) "
          "before the exponential.", _softmax_row(dots)),
-        ("these are softmax(q1 . k_j / d_k): divide by the SQUARE ROOT of d_k = 2, about 1.414, not by 2.",
+        ("these are softmax(q . k_j / d_k): divide by the SQUARE ROOT of d_k = 2, about 1.414, not by 2.",
          _softmax_row(dots / d_k)),
-        ("these are softmax(q1 . k_j * sqrt(2)): divide by sqrt(d_k), do not multiply.",
+        ("these are softmax(q . k_j * sqrt(2)): divide by sqrt(d_k), do not multiply.",
          _softmax_row(dots * np.sqrt(d_k))),
         ("these are the exponentials e^score, not yet normalised: divide each by their sum, so the three "
          "weights add up to 1.", np.exp(scores)),
@@ -48,43 +49,45 @@ def _hand_mistakes():
          "sqrt(2) first, then divide each exponential by their sum.", np.exp(dots)),
         ("you divided the scores by their sum without the exponential: softmax exponentiates first, "
          "w_j = e^score_j / (sum of the three e^score).", scores / scores.sum() if scores.sum() else scores),
-        ("that is a column, not a row: key 1 read by every query (the softmax taken over the queries, the wrong "
-         "axis). Token 1's row is ITS query q1 against every key k0, k1, k2.", column),
+        ("the softmax ran down a column (over the queries, the wrong axis), not along the row: q's row is "
+         "q against every key k0, k1, k2, normalised over those three.", column),
     ]
-    for token in range(len(Q)):
-        if token != HAND_TOKEN:
-            mistakes.append((f"that is token {token}'s row (its query q{token} = {Q[token].tolist()}). Token 1's "
-                             f"query is q1 = {q.tolist()}, the second row of Q.", softmax(Q[token] @ K.T / np.sqrt(d_k))))
+    for token in range(len(TOY_Q)):
+        signs = " (it is -q: check the signs)" if np.allclose(TOY_Q[token], -q) else ""
+        mistakes.append((f"that is token {token}'s row (its query q{token} = {TOY_Q[token].tolist()}{signs}), "
+                         f"already on the page. The new query is q = {q.tolist()}.",
+                         softmax(TOY_Q[token] @ K.T / np.sqrt(d_k))))
     return mistakes
 
 
-def check_row_by_hand(weights_1) -> Feedback:
-    """``weights_1``: token 1's three weights (3,), worked out from the page's Q and K by hand or with the
-    reader's own numpy lines; two decimals are enough. Names the slip (scaling forgotten or wrong, not
-    normalised, no exponential, a column instead of a row, another token's row) without giving the answer."""
-    if weights_1 is None:
+def check_row_by_hand(weights) -> Feedback:
+    """``weights``: the three weights (3,) of the new query q = HAND_Q = (1, -1) against the page's keys, worked
+    out by hand or with the reader's own numpy lines; two decimals are enough. Names the slip (scaling forgotten
+    or wrong, not normalised, no exponential, softmax over the wrong axis, a sign, a page row) without giving
+    the answer."""
+    if weights is None:
         return no_answer()
     try:
-        w = as_array(weights_1)[0].astype(float).ravel()
+        w = as_array(weights)[0].astype(float).ravel()
     except Exception as exc:  # noqa: BLE001 - as_array names what it could not read
-        return Feedback(False, f"weights_1 should be three numbers, e.g. [0.2, 0.3, 0.5]: it {exc}.")
+        return Feedback(False, f"weights should be three numbers, e.g. [0.2, 0.3, 0.5]: it {exc}.")
     if w.shape != (3,):
         return Feedback(False, f"give three weights, one per key k0, k1, k2; got {w.size} number(s).")
     if not np.all(np.isfinite(w)):
-        return Feedback(False, "weights_1 contains NaN or inf.")
-    want = softmax(TOY_Q[HAND_TOKEN] @ TOY_K.T / np.sqrt(TOY_K.shape[1]))
+        return Feedback(False, "weights contains NaN or inf.")
+    want = softmax(HAND_Q @ TOY_K.T / np.sqrt(TOY_K.shape[1]))
     if np.allclose(w, want, atol=HAND_ATOL, rtol=0):
-        return Feedback(True, f"Token 1's weights are {np.round(want, 3).tolist()}. Its query "
-                              f"q1 = (-1, 1) matches k0 best, so key 0 takes most of query 1's weight. "
-                              "attend's second row, in the pictures below, says the same.")
+        return Feedback(True, f"q's weights are {np.round(want, 3).tolist()}. q = (1, -1) points more nearly "
+                              "along k2 than along k1, yet k1 takes most of the weight: length beats "
+                              "direction again.")
     for message, wrong in _hand_mistakes():
         if np.allclose(w, wrong, atol=HAND_ATOL, rtol=0):
             return Feedback(False, message)
     if not np.isclose(w.sum(), 1.0, atol=0.02):
         return Feedback(False, f"your weights add up to {w.sum():.3g}: after the exponentials, divide each by "
                                "their sum, so the three add up to 1.")
-    return Feedback(False, "these weights add up to 1 but are not token 1's. Check the three dot products "
-                           "q1 . k_j = q1[0] k_j[0] + q1[1] k_j[1] first (q1 = (-1, 1); the keys are the rows of K), "
+    return Feedback(False, "these weights add up to 1 but are not q's. Check the three dot products "
+                           "q . k_j = q[0] k_j[0] + q[1] k_j[1] first (q = (1, -1); the keys are the rows of K), "
                            "then divide each by sqrt(2), exponentiate, and divide by the sum.")
 
 

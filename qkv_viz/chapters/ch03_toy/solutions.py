@@ -6,20 +6,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.chapters.ch03_toy.toy import TOY_K, TOY_Q
+from qkv_viz.chapters.ch03_toy.toy import TOY_K
 
 
-# "One row by hand": token 1's query q1 = (-1, 1) against k0 = (0, 1), k1 = (3, 1), k2 = (1, 0).
-# q1 . k_j = [0 + 1, -3 + 1, -1 + 0] = [1, -2, -1]; divided by sqrt(2): [0.707, -1.414, -0.707];
-# e^score = [2.028, 0.243, 0.493], their sum 2.764; weights = [0.734, 0.088, 0.178]: key 0 takes most of query 1's weight.
-def row_by_hand(Q, K, token=1):
-    """The row of weights of query ``token`` of Q (T, d_k) against the keys K (S, d_k): (S,)."""
-    dots = K @ Q[token]                                 # (S, d_k) @ (d_k,) -> (S,): one dot product per key
+# "Your turn": the new query q = (1, -1) against k0 = (0, 1), k1 = (3, 1), k2 = (1, 0).
+# q . k_j = [0 - 1, 3 - 1, 1 - 0] = [-1, 2, 1]; divided by sqrt(2): [-0.707, 1.414, 0.707];
+# e^score = [0.493, 4.113, 2.028], their sum 6.634; weights = [0.074, 0.620, 0.306]: k1 wins by its length,
+# though k2 points more nearly along q.
+def row_by_hand(q, K):
+    """The row of weights of one query q (d_k,) against the keys K (S, d_k): (S,)."""
+    dots = K @ q                                        # (S, d_k) @ (d_k,) -> (S,): one dot product per key
     e = np.exp(dots / np.sqrt(K.shape[1]))              # (S,): scale by 1/sqrt(d_k), then exponentiate
     return e / e.sum()                                  # (S,): normalise, the weights sum to 1
 
 
-WEIGHTS_1 = row_by_hand(TOY_Q, TOY_K)                   # the answer to check_row_by_hand
+WEIGHTS_Q = row_by_hand(np.array([1.0, -1.0]), TOY_K)   # the answer to check_row_by_hand
 
 
 # Batched attention, used by exercise 1: a batch axis in front, T queries against S keys. K.T would reverse all three

@@ -146,14 +146,19 @@ def test_attention_from_x_cases_project_to_batched_t_not_s():
         assert W_q.shape == W_k.shape and W_q.shape[0] == d_model and d_model not in (W_q.shape[1], W_v.shape[1])
 
 
-# ---------------------------------------------------------------- token 1's row, by hand
+# ---------------------------------------------------------------- the new query's row, by hand
 def test_row_by_hand_right_answers_pass_rounded_or_not():
-    for answer in (sol.WEIGHTS_1, sol.WEIGHTS_1.tolist(), np.round(sol.WEIGHTS_1, 2), [0.73, 0.09, 0.18]):
+    for answer in (sol.WEIGHTS_Q, sol.WEIGHTS_Q.tolist(), np.round(sol.WEIGHTS_Q, 2), [0.07, 0.62, 0.31]):
         fb = ch03.check_row_by_hand(answer)
         assert fb.correct, fb.message
-    assert "key 0 takes most of query 1" in ch03.check_row_by_hand(sol.WEIGHTS_1).message
-    np.testing.assert_allclose(sol.WEIGHTS_1, sol.row_by_hand(ch03.TOY_Q, ch03.TOY_K))
-    np.testing.assert_allclose(sol.WEIGHTS_1, softmax(ch03.TOY_Q @ ch03.TOY_K.T / np.sqrt(2))[1])  # attend's row 1
+    assert "length beats direction" in ch03.check_row_by_hand(sol.WEIGHTS_Q).message
+    np.testing.assert_allclose(sol.WEIGHTS_Q, softmax(ch03.HAND_Q @ ch03.TOY_K.T / np.sqrt(2)))
+    np.testing.assert_allclose(sol.WEIGHTS_Q, [0.0743, 0.6200, 0.3057], atol=1e-4)   # the solution's comment
+
+
+def test_row_by_hand_query_is_not_a_row_the_page_shows():
+    page_queries = np.vstack([ch03.TOY_Q, [[0.0, -3.0], [-2.0, 0.5]], ch03.TOY_Q[0] / 4])  # Q, Q_new, q0 / 4
+    assert not np.any(np.all(np.isclose(page_queries, ch03.HAND_Q), axis=1))
 
 
 def test_row_by_hand_placeholder_waits():
@@ -162,10 +167,13 @@ def test_row_by_hand_placeholder_waits():
 
 
 def _slip(q=None, scale=1 / np.sqrt(2), normalise=True, exp=True):
-    q = ch03.TOY_Q[1] if q is None else q
+    q = ch03.HAND_Q if q is None else q
     s = ch03.TOY_K @ q * scale                                   # (3,): this slip's scores
     e = np.exp(s) if exp else s
     return e / e.sum() if normalise else e
+
+
+_Q4 = np.vstack([ch03.TOY_Q, ch03.HAND_Q])                       # the page's queries and the new one
 
 
 @pytest.mark.parametrize("answer, words", [
@@ -175,10 +183,11 @@ def _slip(q=None, scale=1 / np.sqrt(2), normalise=True, exp=True):
     (_slip(normalise=False), "not yet normalised"),              # forgot to normalise
     (_slip(scale=1.0, normalise=False), "unscaled dot products, not normalised"),
     (_slip(exp=False), "without the exponential"),
-    (softmax(ch03.TOY_Q @ ch03.TOY_K[1] / np.sqrt(2)), "wrong axis"),  # key 1's column: softmax over the queries
+    (softmax((_Q4 @ ch03.TOY_K.T / np.sqrt(2)).T)[:, -1], "wrong axis"),  # softmax over the queries
+    (_slip(q=-ch03.HAND_Q), "check the signs"),                  # -q is token 1's query
     (softmax(ch03.TOY_Q @ ch03.TOY_K.T / np.sqrt(2))[0], "token 0's row"),
     (np.round(softmax(ch03.TOY_Q @ ch03.TOY_K.T / np.sqrt(2))[2], 2), "token 2's row"),
-    ([0.5, 0.3, 0.2], "add up to 1 but are not token 1's"),
+    ([0.5, 0.3, 0.2], "add up to 1 but are not q's"),
     ([0.5, 0.5, 0.5], "add up to 1.5"),
     ([0.7, 0.1], "three weights"),
     ("0.7, 0.1, 0.2", "three numbers"),
@@ -187,12 +196,12 @@ def _slip(q=None, scale=1 / np.sqrt(2), normalise=True, exp=True):
 def test_row_by_hand_names_each_slip_without_the_answer(answer, words):
     fb = ch03.check_row_by_hand(answer)
     assert not fb.correct and words in fb.message, fb.message
-    for digits in ("0.73", "0.734", "0.088", "0.178", "0.18"):
+    for digits in ("0.07", "0.074", "0.62", "0.306", "0.31"):
         assert digits not in fb.message, (digits, fb.message)
 
 
 def test_row_by_hand_slips_are_told_apart():
-    wrongs = [w for _, w in ch03._hand_mistakes()] + [sol.WEIGHTS_1]
+    wrongs = [w for _, w in ch03._hand_mistakes()] + [sol.WEIGHTS_Q]
     for i, a in enumerate(wrongs):
         for b in wrongs[i + 1:]:
             assert np.abs(np.asarray(a) - np.asarray(b)).max() > 2 * ch03.HAND_ATOL

@@ -40,8 +40,9 @@ $(STAMP): pyproject.toml environment.yml
 	@touch $(STAMP)
 
 # An extra of pyproject.toml on top of the reader's packages: .venv/.installed-test, ...
+# (--no-compile as above: the tests write the bytecode of what they import)
 $(VENV)/.installed-%: $(STAMP)
-	$(PY) -m pip install --progress-bar off -e '.[$*]'
+	$(PY) -m pip install --progress-bar off --no-compile -e '.[$*]'
 	@touch $@
 
 # A teacher's hub: the students' servers may run as users who cannot write bytecode next to

@@ -69,7 +69,7 @@ def test_browser_numbers_equal_the_core_at_n_1024():
             for scale in (True, False):
                 if fig.locator(TOGGLE).is_checked() != scale:
                     fig.locator(TOGGLE).click()
-                for t in (0, 6, 10):
+                for t in (0, 10):                        # d_k = 1 and 1024 (the middle: the n = 16 tests)
                     fig.locator(SLIDER).evaluate(SET_RANGE_JS, t)
                     assert_equals_core(browser_numbers(fig), 1)
         out = browser_numbers(fig)  # d_k = 1024, not scaled, temperature 0.3: (nearly) one-hot rows

@@ -51,12 +51,13 @@ def query_gradients(norms: dict, ax=None, floor: float = 1e-12):
     return lines
 
 
-def learning_curves(acc: dict, chance: float, ax=None, window: int = 10):
+def learning_curves(acc: dict, chance: float, ax=None, window: int = 10, target: float | None = 0.9):
     """Training accuracy against the step, running mean over ``window`` steps, one line per run.
 
     ``acc``: ``{run name: (steps,) or (n_seeds, steps) accuracies}``. With several seeds the line is
-    their mean and a band spans the lowest to the highest seed. A dotted line marks ``chance``.
-    Returns the lines.
+    their mean and a band spans the lowest to the highest seed. A dashed line marks ``target`` (the
+    accuracy the chapter's "steps to 90 %" count to; ``None``: no line), a dotted one ``chance``.
+    Returns the lines: the runs', then the target's (if any), then chance's.
     """
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.7, 0.45), layout="constrained")
@@ -69,6 +70,9 @@ def learning_curves(acc: dict, chance: float, ax=None, window: int = 10):
         if len(runs) > 1:
             ax.fill_between(steps, smoothed.min(0), smoothed.max(0), color=line.get_color(), alpha=0.2, lw=0)
         lines.append(line)
+    if target is not None:
+        lines.append(ax.axhline(target, color="black", lw=1, ls="--",
+                                label=f"{round(100 * target)} % (steps counted to here)"))
     lines.append(ax.axhline(chance, color="gray", lw=1, ls=":", label=f"chance (1 key in {round(1 / chance)})"))
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("training step")

@@ -35,6 +35,9 @@ def test_learning_curves_and_a_correct_chance_line():
     np.testing.assert_allclose(lines[0].get_ydata(), sp.smooth(acc["scaled"], 5))
     chance = lines[-1]
     assert chance.get_ydata()[0] == pytest.approx(1 / 16) and chance.get_label() == "chance (1 key in 16)"
+    target = lines[-2]                                                 # the 90 % the text counts steps to
+    assert target.get_ydata()[0] == pytest.approx(0.9) and target.get_label() == "90 % (steps counted to here)"
+    assert len(sp.learning_curves(acc, chance=1 / 16, target=None)) == 3   # no target line when asked
     fig = chance.axes.figure
     assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
     fig.canvas.draw()

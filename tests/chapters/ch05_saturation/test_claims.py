@@ -188,19 +188,7 @@ def test_the_controls_are_the_scaled_model_at_another_step(seed=5):
 def test_the_written_out_adam_is_torch_adam():
     """The package's written-out Adam trains exactly as torch.optim.Adam at its defaults, which the page uses."""
     for c, init, lr in ((1 / 16, 1.0, 1e-3), (1.0, 1.0, 1e-3), (1.0, 0.25, 0.25e-3)):
-        gen = torch.Generator().manual_seed(3)
-        W_q = (init * torch.randn(D, D, generator=gen) / 16).requires_grad_()
-        W_k = (init * torch.randn(D, D, generator=gen) / 16).requires_grad_()
-        opt = torch.optim.Adam([W_q, W_k], lr=lr)
-        acc = []
-        for _ in range(30):
-            x = torch.randn(8, 16, D, generator=gen)
-            w = torch.softmax(c * (x @ W_q) @ (x @ W_k).transpose(-1, -2), -1)
-            loss = F.cross_entropy(6.0 * w.reshape(-1, 16), torch.arange(16).repeat(8))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            acc.append((w.argmax(-1).reshape(-1) == torch.arange(16).repeat(8)).float().mean().item())
+        acc = _page_loop(c, lr, seed=3, init=init, steps=30, optimizer=torch.optim.Adam)
         np.testing.assert_array_equal(toy.train(c, lr=lr, init=init, steps=30, seed=3), acc)
 
 
@@ -219,12 +207,12 @@ def test_adam_step_is_torch_adam_on_any_gradients():
         torch.testing.assert_close(W, W_torch.detach(), rtol=1e-6, atol=1e-7)
 
 
-def _sgd(c, lr, seed, init=1.0, steps=100):
-    """The page's loop under torch.optim.SGD: accuracy of every step."""
+def _page_loop(c, lr, seed, init=1.0, steps=100, optimizer=torch.optim.SGD):
+    """The page's training loop with a torch optimiser: accuracy of every step, (steps,)."""
     gen = torch.Generator().manual_seed(seed)
     W_q = (init * torch.randn(D, D, generator=gen) / 16).requires_grad_()
     W_k = (init * torch.randn(D, D, generator=gen) / 16).requires_grad_()
-    opt = torch.optim.SGD([W_q, W_k], lr=lr)
+    opt = optimizer([W_q, W_k], lr=lr)
     acc = []
     for _ in range(steps):
         x = torch.randn(8, 16, D, generator=gen)
@@ -242,8 +230,8 @@ def test_under_sgd_divided_twice_is_slow_at_lr_1_and_fast_at_lr_16(seed):
     """Page, SGD cell: divided twice is several times slower than scaled at lr 1 (printed 73 against 11),
     and as fast at lr sqrt(d_k) = 16 (printed 12): with c = r^2 / sqrt(d_k), SGD at lr is the scaled model
     from r W at lr r^2, so divided twice at lr 16 is the scaled model from W / 4 at lr 1."""
-    scaled = toy.steps_to(_sgd(1 / 16, 1.0, seed))
-    slow, fast = toy.steps_to(_sgd(1 / 256, 1.0, seed)), toy.steps_to(_sgd(1 / 256, 16.0, seed))
+    scaled = toy.steps_to(_page_loop(1 / 16, 1.0, seed))
+    slow, fast = toy.steps_to(_page_loop(1 / 256, 1.0, seed)), toy.steps_to(_page_loop(1 / 256, 16.0, seed))
     assert slow is not None and slow > 3 * scaled
     assert fast <= scaled + 3
-    assert np.mean(_sgd(1 / 256, 16.0, seed, steps=30) == _sgd(1 / 16, 1.0, seed, init=0.25, steps=30)) > 0.95
+    assert np.mean(_page_loop(1 / 256, 16.0, seed, steps=30) == _page_loop(1 / 16, 1.0, seed, init=0.25, steps=30)) > 0.95

@@ -21,11 +21,12 @@ CELL, LEFT, TOP = 72, 78, 30          # masks.js: cell size and the heatmap's of
 READ = "(n) => n.closest('.qkv-figure').parentElement.qkv"
 
 
-def _scores():
-    """The chapter's grammar toy: strength 8 on the word each one looks for, / sqrt(d_k = 4); <pad> scores 0."""
-    s = np.zeros((5, 5))
+def _scores(tokens=TOKENS):
+    """The chapter's grammar toy on ``tokens``: strength 8 on the word each one looks for,
+    / sqrt(d_k = 4); <pad> scores 0."""
+    s = np.zeros((len(tokens), len(tokens)))
     for a, b in LOOKS_FOR.items():
-        s[TOKENS.index(a), TOKENS.index(b)] = 8.0 / 2
+        s[tokens.index(a), tokens.index(b)] = 8.0 / 2
     return s
 
 

@@ -14,17 +14,14 @@ import numpy as np
 import pytest
 
 from browser_harness import jupyter, one_cell_notebook
-from test_browser_ch07 import LOOKS_FOR, _need_browser
+from test_browser_ch07 import _need_browser
+from test_browser_ch07 import _scores as _ch07_scores
 
 TOKENS = ["<bos>", "le", "chat", "noir"]   # the chapter's grammar toy without padding: 4 keys
 
 
 def _scores():
-    """Strength 8 on the word each one looks for, / sqrt(d_k = 4) (test_browser_ch07's toy, 4 x 4)."""
-    s = np.zeros((4, 4))
-    for a, b in LOOKS_FOR.items():
-        s[TOKENS.index(a), TOKENS.index(b)] = 8.0 / 2
-    return s
+    return _ch07_scores(TOKENS)            # (4, 4)
 from test_browser_traits import RUN_JS, _picture, _refused, _set, _unchanged, _until
 
 pytestmark = pytest.mark.browser

@@ -225,6 +225,12 @@ def one_head_sat(W_q):
     return w, (w @ V) @ TOY_W_O                         # (3,), (2,) @ (2, 6) -> (6,)
 
 
+def best_where_miss(w_cat, w_mat):
+    """RMS error of the best linear "where" (any W_o and bias) over the four colourings (+-1, +-1) when one
+    head passes the colours as m = w_cat c_cat + w_mat c_mat: regressing c_mat on m leaves w_cat / |w|."""
+    return abs(w_cat) / np.hypot(w_cat, w_mat)
+
+
 def check_one_head_for_the_cat(W_q) -> Feedback:
     """Exercise 6: a (6, 2) W_q with which one head gives "sat" at least 0.9 weight on "cat"."""
     if W_q is None:
@@ -241,9 +247,13 @@ def check_one_head_for_the_cat(W_q) -> Feedback:
     w, out = one_head_sat(W)
     cat, mat = w[0], w[2]
     if cat >= CAT_TARGET:
-        return Feedback(True, f"'sat' puts {cat:.2f} of its weight on the cat and {mat:.2f} on the mat. It writes "
-                              f"who {out[4]:+.2f} and where {out[5]:+.2f}: the cat's red lands in both slots and the "
-                              "mat's blue is lost. One head, one row, one mixture.")
+        miss = best_where_miss(cat, mat)
+        return Feedback(True, f"'sat' puts {cat:.2f} of its weight on the cat and {mat:.2f} on the mat. With the "
+                              f"page's W_o it writes who {out[4]:+.2f} and where {out[5]:+.2f}. No W_o does better "
+                              f"for 'where': over the four colourings the head passes the colours only as "
+                              f"m = {cat:.2f} c_cat + {mat:.2f} c_mat, so the best W_o still misses the mat's colour "
+                              f"by {miss:.2f} (RMS; always writing 0 misses by 1). The mat's colour is lost. "
+                              "One head, one row, one mixture.")
     if not np.any(W[2]):
         return Feedback(False, "'sat' has one feature, 'verb', so row 2 of W_q is its whole query; "
                                "your row 2 is zero, so every key scores 0.")

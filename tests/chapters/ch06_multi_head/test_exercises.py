@@ -152,6 +152,18 @@ def test_one_head_for_the_cat_solution_passes_and_loses_the_mat():
     assert fb.correct and "lost" in fb.message, fb.message
     w, out = ch06.one_head_sat(sol.one_head_for_the_cat())
     assert w[0] >= 0.9 and out[4] == pytest.approx(out[5]) and out[4] > 0.9   # red in both slots
+    # "no W_o does better": the least-squares W_o (and bias) over the four colourings misses "where" by the
+    # printed amount, close to 1 (knowing nothing)
+    X4 = []
+    for c_cat in (1, -1):
+        for c_mat in (1, -1):
+            X = ch06.TOY_X.copy(); X[0, 3], X[2, 3] = c_cat, c_mat
+            X4.append((c_mat, w @ (X @ ch06.TOY_W_V)))   # the keys read no colour: the same row w
+    A = np.array([[*v, 1] for _, v in X4]); y = np.array([c for c, _ in X4], float)
+    fit = A @ np.linalg.lstsq(A, y, rcond=None)[0]
+    miss = np.sqrt(((fit - y) ** 2).mean())
+    assert miss == pytest.approx(ch06.best_where_miss(w[0], w[2])) and miss > 0.99
+    assert f"by {miss:.2f}" in fb.message
     assert ch06.check_one_head_for_the_cat(None).pending
 
 

@@ -311,3 +311,34 @@ def test_the_score_is_nearly_all_the_word_word_term(model, trace):
     assert np.isclose(terms.sum(), q[i] @ k[j] / np.sqrt(c.d_k))
     assert round(terms.sum(), 2) == 3.83
     assert abs(terms[0] - terms.sum()) < 0.1 * terms.sum()
+
+
+def test_what_the_it_animal_head_writes_for_it(model, trace):
+    """The value side of layer 3 head 1 for the query 'it' (the page's w_ij v_j W_o^h terms): with "tired"
+    'animal''s term is nearly all of what the head writes and [CLS]'s is tiny; with "wide" the weight moved
+    to [CLS] delivers almost nothing, the head writes "about half as much", "still mostly 'animal'"."""
+    from qkv_viz import split_heads
+    c = model.config
+    i, animal, street = (trace.tokens.index(t) for t in ("it", "animal", "street"))
+    written, lengths = {}, {}
+    for name, t in (("tired", trace), ("wide", run(model, WIDE))):
+        p, x = model.layers[3].attn, t.hidden_states[3]
+        vo = (split_heads(x @ p.W_v + p.b_v, c.n_heads) @ p.W_o.reshape(c.n_heads, c.d_k, c.d_model))[1]
+        terms = t.weights[3, 1, i][:, None] * vo                      # (T, d_model)
+        written[name], lengths[name] = terms.sum(0), np.linalg.norm(terms, axis=1)
+        assert np.linalg.norm(vo[0]) < 0.1 * np.linalg.norm(vo[animal])   # "[CLS]'s value is short"
+        assert lengths[name][animal] == lengths[name].max()              # "still mostly 'animal'"
+        assert lengths[name][0] < 0.1                                    # [CLS] delivers almost nothing
+    assert lengths["tired"][animal] > 0.9 * np.linalg.norm(written["tired"])
+    assert lengths["wide"][animal] > 2 * lengths["wide"][street]
+    ratio = np.linalg.norm(written["wide"]) / np.linalg.norm(written["tired"])
+    assert 0.4 < ratio < 0.6                                              # "about half as much"
+
+
+def test_the_pages_gelu_is_math_erf_exactly(model):
+    """The page's gelu (np.frompyfunc of math.erf) gives math.erf's GELU to the last bit."""
+    import math
+    ns = _page_namespace(model)
+    z = np.linspace(-8, 8, 1001)
+    exact = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in z])
+    np.testing.assert_allclose(ns["gelu"](z), exact, rtol=0, atol=1e-15)

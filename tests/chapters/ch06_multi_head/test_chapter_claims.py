@@ -227,3 +227,48 @@ def test_any_one_head_that_fetches_the_cat_loses_the_mat():
     cat = a[:, 0] >= 0.9
     assert cat.sum() > 100 and a[cat, 2].max() <= 0.1 + 1e-12
     assert np.minimum(a[:, 0], a[:, 2]).max() < 0.5
+
+
+def _sat_concat(X, n_heads, W_q, W_v=None):
+    """The page's sat_reads with W_o = identity: "sat"'s heads side by side (2,)."""
+    W_k = np.zeros((6, 2)); W_k[0, 0] = W_k[1, 1] = 1
+    if W_v is None:
+        W_v = np.zeros((6, 2)); W_v[3] = 1
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v
+    outs = []
+    for c in np.split(np.arange(2), n_heads):
+        s = Q[1, c] @ K[:, c].T / np.sqrt(len(c))
+        a = np.exp(s - s.max()); a /= a.sum()
+        outs.append(a @ V[:, c])
+    return np.concatenate(outs)
+
+
+def _best_miss(n_heads, W_q, W_v=None):
+    """The page's best_miss: RMS error (who, where) of the least-squares W_o and bias over the 4 colourings."""
+    X0 = np.array([[1., 0, 0, 1, 0, 0], [0., 0, 1, 0, 0, 0], [0., 1, 0, -1, 0, 0]])
+    colourings = [(a, b) for a in (1, -1) for b in (1, -1)]
+    rows = []
+    for c_cat, c_mat in colourings:
+        X = X0.copy(); X[0, 3], X[2, 3] = c_cat, c_mat
+        rows.append(_sat_concat(X, n_heads, W_q, W_v))
+    A = np.column_stack([np.array(rows), np.ones(4)])
+    y = np.array(colourings, dtype=float)
+    return np.sqrt(((A @ np.linalg.lstsq(A, y, rcond=None)[0] - y) ** 2).mean(0))
+
+
+def test_over_four_colourings_one_head_always_misses_and_two_heads_are_exact():
+    """The page's argument: keys that read no colour give one row for all four colourings, so one head's
+    colours are one number m and the best W_o's squared misses in who and where add to 1, for the toy's
+    W_q and for any random W_q and W_v (seed 0); two heads miss by 0. The reviewer's counter-example
+    (W_q[2] = (5, 0), exact on the original and the swapped sentence) fails "where" over all four."""
+    W_q = np.zeros((6, 2)); W_q[2] = 5
+    one = _best_miss(1, W_q)
+    assert one == pytest.approx([0.5 ** 0.5] * 2, abs=0.01)
+    assert _best_miss(2, W_q).max() < 1e-9
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        W_q, W_v = 3 * rng.normal(size=(6, 2)), rng.normal(size=(6, 2))
+        assert (_best_miss(1, W_q, W_v) ** 2).sum() == pytest.approx(1, abs=1e-6)
+        assert _best_miss(2, W_q).max() < 1e-6
+    cat = np.zeros((6, 2)); cat[2, 0] = 5
+    assert _best_miss(1, cat)[1] > 0.99

@@ -321,3 +321,19 @@ def test_minus_1e9_in_float16_is_harmless_when_a_key_is_visible():
         row = np.array([0, -1e9, -1e9]).astype(np.float16)
     e = np.exp(row - row.max())
     np.testing.assert_array_equal(e / e.sum(), [1, 0, 0])
+
+
+def test_tied_to_the_content_the_weights_follow_the_random_contents_not_the_role():
+    """Section 2: with W = W_content the keys are the contents, so query i's weights rank the
+    tokens by content[i], whichever role they have; the no-lookup row weights each token 1/3."""
+    content, x, q, W_label, W_content = _tied_toy()
+    k = x @ W_content                                               # (N, S, 3) = the contents
+    w = softmax(q @ k.swapaxes(-1, -2) / np.sqrt(3))                # (N, T, S)
+    np.testing.assert_array_equal(w.argmax(-1), content.argmax(axis=1))   # query i -> largest content[i]
+    assert abs(np.diagonal(w, axis1=-2, axis2=-1).mean() - 1 / 3) < 0.05  # near chance on the asked-for token
+
+
+def test_dot_t_on_a_batch_reverses_every_axis():
+    """Section 6: on (B, S, d_k), .T gives (d_k, S, B); swapaxes(-1, -2) gives (B, d_k, S)."""
+    k = np.zeros((2, 3, 4))
+    assert k.T.shape == (4, 3, 2) and k.swapaxes(-1, -2).shape == (2, 4, 3)

@@ -182,3 +182,40 @@ def test_the_robot_mixes_two_rows_and_chased_scores_it_half_as_high(page):
     np.testing.assert_allclose(k_robot, (X[i("dog")] @ W_k + X[i("ball")] @ W_k) / 2)
     q = X[i("chased")] @ W_q
     assert q @ k_robot == pytest.approx(q @ (X[i("dog")] @ W_k) / 2)
+
+
+def test_each_update_is_built_from_the_other_matrix(page):
+    """The page: "Each update is built from the other matrix, gK = gXW_k for W_q and q = xW_q for
+    W_k, and both start small." Run the page's loop for one update with W_k (then W_q) scaled by 3:
+    W_q's first update scales by 3 (through g K), and so does W_k's with W_q. The start is made
+    small enough that the weights, and so g, are the same in all three runs."""
+    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    src = next(s for s in cells if "W_q_learn -=" in s)
+    init = "W_q_learn, W_k_learn = 0.1 * rng.standard_normal((2, 4, 2))"
+    assert init in src and "for step in range(100):" in src
+    src = src.split("history.append(reads(")[0].replace("range(100)", "range(1)")
+
+    def first_updates(scale_q, scale_k, small=1e-4):
+        s = src.replace(init, f"{init}; W_q_learn *= {small * scale_q}; W_k_learn *= {small * scale_k}")
+        ns = dict(page, softmax=qv.softmax, index_of=page["tokens"].index, d_k=2, print=lambda *a, **k: None)
+        ns["np"] = np
+        exec(compile(s, str(NOTEBOOK), "exec"), ns)
+        W_q0, W_k0 = small * 0.1 * np.random.default_rng(0).standard_normal((2, 4, 2))
+        return ns["W_q_learn"] - scale_q * W_q0, ns["W_k_learn"] - scale_k * W_k0
+
+    dq, dk = first_updates(1, 1)
+    dq_k3, _ = first_updates(1, 3)
+    _, dk_q3 = first_updates(3, 1)
+    np.testing.assert_allclose(dq_k3, 3 * dq, rtol=1e-4, atol=1e-15)   # W_q's update is proportional to W_k
+    np.testing.assert_allclose(dk_q3, 3 * dk, rtol=1e-4, atol=1e-15)   # W_k's update is proportional to W_q
+    assert np.abs(dq).max() < 1e-3 and np.abs(dk).max() < 1e-3  # small start, small steps
+
+
+def test_a_whole_layers_count_is_article_1s():
+    """Going further prints a BERT-base layer: 12 heads' W_q, W_k, W_v (article 1: 1.77M) plus W_o
+    (768 x 768): 2,359,296, article 1's "about 2.36M per layer" (no biases)."""
+    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    ns = {"print": lambda *a, **k: None}
+    exec(compile(next(s for s in cells if "per_layer =" in s), str(NOTEBOOK), "exec"), ns)
+    assert ns["n_heads"] * 3 * ns["d_model"] * ns["d_head"] == 3 * 768 ** 2 == 1_769_472
+    assert ns["per_layer"] == 4 * 768 ** 2 == 2_359_296

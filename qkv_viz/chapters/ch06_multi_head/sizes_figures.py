@@ -252,6 +252,9 @@ def plot_inputs_to_heads(X, Q, K, V, weights, tokens, ax=None, feature_labels=No
     x += 0.8
     artists.append(ax.text(x - 0.8, T / 2, "→", ha="center", va="center", fontsize=style.TITLE_PT + 3))
     for h in range(H):
+        x += 1.6                                                      # room for the query names
+        for t, name in enumerate(tokens):                             # each weights row is one query
+            artists.append(ax.text(x - 0.2, t + 0.5, name, ha="right", va="center", fontsize=style.FONT_PT))
         cmap = plt.get_cmap(style.WEIGHTS_CMAP)                       # weights: 0..1, sequential
         for (i, j), w in np.ndenumerate(weights[h]):
             artists.append(ax.add_patch(plt.Rectangle((x + j, i), 1, 1, lw=0.8, edgecolor="white",
@@ -264,13 +267,13 @@ def plot_inputs_to_heads(X, Q, K, V, weights, tokens, ax=None, feature_labels=No
         for j, name in enumerate(tokens):
             artists.append(ax.text(x + j + 0.5, T + 0.15, name, ha="center", va="top", fontsize=style.FONT_PT))
         panels.append((x, S, f"({T}, {S})"))
-        x += S + 0.8
+        x += S
     for x0, w, s in panels:
         artists.append(ax.text(x0 + w / 2, T + (0.75 if s.startswith("(") else 0.35), s, ha="center",
                                va="top", fontsize=style.FONT_PT))
     for t, name in enumerate(tokens):
         artists.append(ax.text(-0.15, t + 0.5, name, ha="right", va="center", fontsize=style.FONT_PT))
-    ax.set_xlim(-1.6, x)
+    ax.set_xlim(-1.6, x + 0.3)
     ax.set_ylim(T + 1.5, -2.2)
     ax.set_aspect("equal")
     ax.axis("off")

@@ -115,6 +115,7 @@ def test_inputs_to_heads_writes_every_weight_and_frames_each_head():
     artists = plot_inputs_to_heads(X, Q, K, V, weights, ["a", "b", "c"])
     texts = [a.get_text() for a in artists if hasattr(a, "get_text")]
     assert f"{weights[1, 2, 0]:.2f}" in texts and f"{Q[0, 3]:g}" in texts and "X (3, 4)" in texts
+    assert texts.count("b") == 1 + 2 + 2                                  # rows of X and of each head's weights, columns of each
     frames = [a for a in artists if isinstance(a, Rectangle) and not a.get_fill()]
     assert len(frames) == 3 * 2 + 2                                        # Q, K, V per head, then each weights matrix
     assert frames[0].get_edgecolor() == frames[-2].get_edgecolor()         # head 0's columns and its weights

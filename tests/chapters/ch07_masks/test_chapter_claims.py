@@ -233,3 +233,19 @@ def test_is_causal_equals_the_books_causal_mask():
     q, k, v = rng.normal(size=(5, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
     out = F.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), is_causal=True)
     np.testing.assert_allclose(out.numpy(), masked_softmax(q @ k.T / 2, causal_mask(5)) @ v, atol=1e-12)
+
+
+def test_mha_default_batch_first_false_attends_across_sentences_without_an_error():
+    """c47: the default reads (T, B, .); given (B, T, .) arrays and no mask it runs, with weights over the
+    batch axis (B x B per "position"), not over the words, and a different output from batch_first=True."""
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(6, 1, dtype=torch.float64)     # batch_first=False, the default
+    x = torch.randn(2, 4, 6, dtype=torch.float64)                    # (B=2, T=4, d_model)
+    with torch.no_grad():
+        out, w = mha(x, x, x)
+        mha.batch_first = True
+        out_bf, w_bf = mha(x, x, x)
+    assert out.shape == out_bf.shape == (2, 4, 6)
+    assert w.shape == (4, 2, 2) and w_bf.shape == (2, 4, 4)          # the default mixes the 2 sentences
+    assert not torch.allclose(out, out_bf)
+

@@ -63,7 +63,12 @@ def diagnostics_figure(on: dict, off: dict, S: int | None = None):
     if S is not None:
         handles = handles + [axes[1].axhline(1 / S, color="0.45", lw=1, ls=":")]
         labels.append(f"uniform row: 1/S = 1/{S}")
-    axes[0].set_yscale("log", base=2)
+    axes[0].set_yscale("log")
+    ref = axes[0].plot(d_ks, np.sqrt(d_ks), ":", color="black", lw=1, label="_sqrt")[0]   # the maths: std = sqrt(d_k)
+    axes[0].annotate(r"$\sqrt{d_k}$", (d_ks[-3], np.sqrt(d_ks[-3])), xytext=(-4, 6), textcoords="offset points",
+                     ha="right", fontsize=10)
+    axes[0].set_yticks([0.5, 1, 2, 4, 8, 16, 32], ["0.5", "1", "2", "4", "8", "16", "32"])
+    ref.set_gid("sqrt_d_k")
     for ax in axes:
         ax.minorticks_off()                                      # minor log ticks: slow to lay out, not read
     axes[1].set_ylim(0, 1.02)

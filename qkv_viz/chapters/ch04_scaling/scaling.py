@@ -26,11 +26,21 @@ def _d_ks(d_ks) -> np.ndarray:
     return np.array(d_ks)
 
 
+D_MAX = 1024  # the widest head: a width d_k takes the first d_k columns of one draw
+
+
 def random_qk(d_k: int, T: int, S: int, seed=0):
-    """Unit-variance Gaussian queries (T, d_k) and keys (S, d_k)."""
+    """Unit-variance Gaussian queries (T, d_k) and keys (S, d_k), as float64.
+
+    One float32 draw of shape (T + S, D_MAX) per seed; a head of width d_k takes its
+    first d_k columns. For T = S = n this is the scaling explorer's draw (``explorer.draw_qk``).
+    """
     rng = as_rng(seed)
     d_k, T, S = positive_int("d_k", d_k), positive_int("T", T), positive_int("S", S)
-    return rng.normal(size=(T, d_k)), rng.normal(size=(S, d_k))
+    if d_k > D_MAX:
+        raise ValueError(f"d_k must be <= {D_MAX}, got {d_k}")
+    wide = rng.standard_normal((T + S, D_MAX), dtype=np.float32).astype(np.float64)  # (T + S, D_MAX)
+    return wide[:T, :d_k], wide[T:, :d_k]
 
 
 def weights_at_dk(d_k: int, T: int = 8, S: int = 8, seed=0, scale=True):

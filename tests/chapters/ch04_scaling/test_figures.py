@@ -61,6 +61,9 @@ def test_curve_figures_plot_given_values():
     assert min(t.get_fontsize() for t in legend.get_texts()) >= 9   # legible at the column
     assert len(figures.diagnostics_figure(on, off).legends[0].get_texts()) == 2   # no S: no uniform line
     assert all(f.get_size_inches()[0] <= style.COLUMN_WIDTH for f in map(plt.figure, plt.get_fignums()))
+    ref = [ln for ln in fig.axes[0].lines if ln.get_gid() == "sqrt_d_k"]     # the spread panel's sqrt(d_k) line
+    assert len(ref) == 1 and np.allclose(ref[0].get_ydata(), np.sqrt([1, 8, 64]))
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()][:3] == ["0.5", "1", "2"]   # plain ticks, no 2^n
 
 
 def test_score_histograms_show_both_versions_with_their_std():

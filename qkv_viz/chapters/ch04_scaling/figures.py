@@ -139,20 +139,3 @@ def score_histograms(dots_by_dk: dict, bins: int = 40):
     axes[0, 0].set_ylabel(f"pairs per bin ({bins} bins each)")
     return fig
 
-
-def two_key_figure(gap_max: float = 8.0, ax=None):
-    """Two keys: weight w = sigmoid(gap) of the second key and its slope w(1 - w), against the score gap."""
-    if gap_max <= 0:
-        raise ValueError(f"gap_max must be positive, got {gap_max}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=style.figsize(0.6, 0.4), constrained_layout=True)
-    gap = np.linspace(-gap_max, gap_max, 401)                    # score gap s_1 - s_0
-    p = 1 / (1 + np.exp(-gap))                                   # softmax([s_0, s_1])[1] = sigmoid(gap)
-    lines = ax.plot(gap, p, color=style.SERIES[0], label=r"weight of key 1: $w = \sigma(\Delta)$")
-    lines += ax.plot(gap, p * (1 - p), "--", color=style.SERIES[5], label=r"its slope $w(1-w)$")
-    ax.set_xlabel(r"score gap $\Delta = s_1 - s_0$")
-    ax.set_ylabel("weight / slope")
-    ax.set_ylim(0, 1.05)
-    ax.legend(loc="center right")
-    ax.set_title("two keys: flat at both ends")
-    return lines

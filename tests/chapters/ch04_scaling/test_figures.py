@@ -87,15 +87,3 @@ def test_score_histograms_show_both_versions_with_their_std():
     with pytest.raises(ValueError, match="dots_by_dk"):
         score_histograms({})
 
-
-def test_two_key_figure_is_sigmoid_and_its_slope():
-    import numpy as np
-    import pytest
-    from qkv_viz.chapters.ch04_scaling.figures import two_key_figure
-    weight, slope = two_key_figure(gap_max=6.0)
-    gap, p = weight.get_data()
-    assert np.allclose(p, np.exp(gap) / (1 + np.exp(gap)))          # softmax([0, gap])[1]
-    assert np.allclose(slope.get_ydata(), p * (1 - p))
-    assert slope.get_ydata().max() == pytest.approx(0.25, abs=1e-3)
-    with pytest.raises(ValueError, match="gap_max"):
-        two_key_figure(gap_max=0)

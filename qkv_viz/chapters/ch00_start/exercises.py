@@ -1,7 +1,7 @@
-"""Chapter 0's exercises: predict what "bank" reads when a noun's query stops asking for money; write one sentence
+"""Chapter 0's exercises: predict what "bank" reads when money stops making a token a topic; write one sentence
 reading another.
 
-``check_water_query`` and ``check_attend_other`` return a ``Feedback`` (``qkv_viz.chapters.feedback``); ``None`` means
+``check_money_key`` and ``check_attend_other`` return a ``Feedback`` (``qkv_viz.chapters.feedback``); ``None`` means
 "no answer yet". Worked solution: ``qkv_viz.chapters.ch00_start.solutions``.
 """
 from __future__ import annotations
@@ -16,63 +16,58 @@ RATES = ("the", "bank", "raised", "its", "rates")
 RATES_X = np.array([[0, 0, 0], [0.3, 0.3, 1], [0, 0.5, 0], [0, 0, 0], [0, 1, 1]])  # (T, d_model) = (5, 3)
 RIVER = ("the", "river", "bank", "flooded")
 RIVER_X = np.array([[0, 0, 0], [1, 0, 1], [0.3, 0.3, 1], [1, 0, 0]])  # (S, d_model) = (4, 3)
-PAGE_W_K = np.array([[2, 0, 0], [0, 2, 0], [0, 0, 1]])  # (3, 3): offer your water, money and noun
+PAGE_W_Q = np.array([[0, 0], [0, 0], [2, 1]])  # (3, 2): only a noun asks: for a topic, and a little for a noun
+PAGE_W_K = np.array([[1, 0], [1, 0], [0, 1]])  # (3, 2): water or money makes a topic; a noun is a noun
 PAGE_W_V = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0]])  # (3, 3): hand over your water and money
-PAGE_W_Q = np.array([[0, 0, 1], [0, 0, 1], [2, 2, 1]])  # (3, 3): water or money asks for a noun; a noun asks for all
 WATER, MONEY, NOUN = 0, 1, 2
 
 
-def bank_row(W_q):
-    """What "bank" reads and gathers in "the bank raised its rates" with this ``W_q`` (3, 3):
+def bank_row(W_k):
+    """What "bank" reads and gathers in "the bank raised its rates" with this ``W_k`` (3, 2):
     (weights (5,), output (3,))."""
     X = RATES_X
-    out, w = scaled_dot_product_attention(X @ W_q, X @ PAGE_W_K, X @ PAGE_W_V)  # (5, 3), (5, 5)
+    out, w = scaled_dot_product_attention(X @ PAGE_W_Q, X @ W_k, X @ PAGE_W_V)  # (5, 3), (5, 5)
     b = RATES.index("bank")
     return w[b], out[b]
 
 
-def check_water_query(guess, W_q_no_money) -> Feedback:
-    """``guess``: the word "bank" will read most; ``W_q_no_money`` (3, 3): the page's ``W_q`` with its
-    noun row asking for water and a noun, not for money. Says whether the matrix is that; after a right guess,
-    what "bank" reads and gathers; after a wrong one, only the guessed word's weight and a hint (not the answer)."""
-    if guess is None or W_q_no_money is None:
+def check_money_key(guess, W_k_no_money) -> Feedback:
+    """``guess``: the word "bank" will read most; ``W_k_no_money`` (3, 2): the page's ``W_k`` with its
+    money row (0, 0), so money no longer makes a token a topic. Says whether the matrix is that; after a right
+    guess, what "bank" reads and gathers; after a wrong one, only the guessed word's weight and a hint (not the
+    answer)."""
+    if guess is None or W_k_no_money is None:
         return no_answer()
     if not isinstance(guess, str) or guess.strip().strip('"\'').lower() not in RATES:
         return Feedback(False, f"guess should be one of the sentence's words {list(RATES)} as a string, "
                                f"got {guess!r}.")
     guess = guess.strip().strip('"\'').lower()
     try:
-        W = as_array(W_q_no_money)[0].astype(float)
+        W = as_array(W_k_no_money)[0].astype(float)
     except Exception as exc:  # noqa: BLE001
-        return Feedback(False, f"W_q_no_money should be an array of numbers: {exc}")
-    if W.shape != (3, 3):
-        return Feedback(False, f"W_q_no_money must have the shape of W_q, (3, 3): one row per feature "
-                               f"(water, money, noun), one column per query coordinate; got {W.shape}.")
+        return Feedback(False, f"W_k_no_money should be an array of numbers: {exc}")
+    if W.shape != (3, 2):
+        return Feedback(False, f"W_k_no_money must have the shape of W_k, (3, 2): one row per feature "
+                               f"(water, money, noun), one column per key coordinate; got {W.shape}.")
     if not np.all(np.isfinite(W)):
-        return Feedback(False, "W_q_no_money contains NaN or inf.")
-    if np.any(W[[WATER, MONEY]] != PAGE_W_Q[[WATER, MONEY]]):
-        return Feedback(False, "Change only the last row (the noun's): the water and money rows of W_q are "
-                               "(0, 0, 1) each (a word about water or money asks for a noun), and stay so.")
-    if W[NOUN, MONEY] != 0:
-        return Feedback(False, f"The noun row is {W[NOUN].tolist()}: its second column asks for money. "
-                               "A noun that does not ask for money leaves that column 0.")
-    if W[NOUN, WATER] != PAGE_W_Q[NOUN, WATER]:
-        return Feedback(False, f"The noun row is {W[NOUN].tolist()}: keep its water column 2, as on the page "
-                               "(the task asks for the row (2, 0, 1)); change only the money column.")
-    if W[NOUN, NOUN] != 1:
-        return Feedback(False, f"The noun row is {W[NOUN].tolist()}: keep its last column 1, as on the page "
-                               "(a noun still asks for a noun); change only the money column.")
+        return Feedback(False, "W_k_no_money contains NaN or inf.")
+    if np.any(W[[WATER, NOUN]] != PAGE_W_K[[WATER, NOUN]]):
+        return Feedback(False, "Change only the money row: the water row of W_k stays (1, 0) (water makes a "
+                               "topic) and the noun row (0, 1) (a noun is a noun).")
+    if np.any(W[MONEY] != 0):
+        return Feedback(False, f"The money row is {W[MONEY].tolist()}: money still counts in the key. "
+                               "A money row that makes nothing is (0, 0).")
     w, out = bank_row(W)
     top = RATES[int(w.argmax())]
     reads = ", ".join(f'"{t}" {x:.2f}' for t, x in zip(RATES, w))
-    found = f'"bank" reads {reads}, and gathers water, money = {np.round(out, 2).tolist()}.'
+    found = f'"bank" reads {reads}, and gathers water, money = {np.round(out[:2], 2).tolist()}.'
     if guess == top:
         return Feedback(True, f'{found} Why does it still gather more money than water? Think, then open '
                               '"What happened".')
     return Feedback(False, f'Your matrix is right; your guess "{guess}" is not: "bank" gives it '
-                           f'{w[RATES.index(guess)]:.2f} of its weight, and another word more. Hint: with the noun '
-                           'row (2, 0, 1) the query of "bank" asks for water and for a noun, not for money. Look at '
-                           'the water column of the sentence\'s rows, then at its noun column; then guess again.')
+                           f'{w[RATES.index(guess)]:.2f} of its weight, and another word more. Hint: the query of '
+                           '"bank" asks for a topic and a noun. Without money, which words of the sentence are still '
+                           'a topic? Look at the water column of the sentence\'s rows; then guess again.')
 
 
 def _other_reference(X_q, X_kv, W_q, W_k, W_v):
@@ -111,11 +106,11 @@ def _slips(X_q, X_kv, W_q, W_k, W_v):
     yield ((_softmax(Q @ K.T) @ V, _softmax(Q @ K.T)),
            f"your weights are those of the dot products unscaled: divide Q @ K.T by sqrt(d_k) "
            f"(d_k = {d_k} here) before the softmax.")
-    for wrong, what in ((d_v, "d_v"), (d_model, "d_model")):
-        if wrong != d_k:
-            ws = _softmax(Q @ K.T / np.sqrt(wrong))
-            yield ((ws @ V, ws), f"you divide by sqrt({what}) = sqrt({wrong}); the scores are divided by "
-                                 f"sqrt(d_k) = sqrt({d_k}), the width of the queries and keys.")
+    for wrong in sorted({d_v, d_model} - {d_k}):
+        what = " = ".join(f"sqrt({n})" for n, v in (("d_v", d_v), ("d_model", d_model)) if v == wrong)
+        ws = _softmax(Q @ K.T / np.sqrt(wrong))
+        yield ((ws @ V, ws), f"you divide by {what} = sqrt({wrong}); the scores are divided by "
+                             f"sqrt(d_k) = sqrt({d_k}), the width of the queries and keys.")
     w0 = _softmax(right, axis=0)
     yield ((w0 @ V, w0), "your softmax runs down the columns (axis 0): each query's row of weights must sum "
                          "to 1, over the S keys it reads (axis -1).")

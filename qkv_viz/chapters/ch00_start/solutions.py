@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-# The noun row (2, 2, 1) becomes (2, 0, 1): a noun asks for water and for a noun, not for money.
-# In "the bank raised its rates" only "bank" itself has water, so its query matches its own key
-# best and it reads itself most (0.48). Softmax spends the rest on the others, most on "rates"
-# (0.24, the other noun), and "raised" and "rates" hand over money, so "bank" still gathers more
-# money (0.43) than water (0.14).
-W_Q_NO_MONEY = np.array([[0, 0, 1], [0, 0, 1], [2, 0, 1]])
+# The money row of W_k (1, 0) becomes (0, 0): money no longer makes a token a topic. In "the bank
+# raised its rates" only "bank" is still a topic (by its bit of water), so the query of "bank" (a topic
+# and a noun) matches its own key best and it reads itself most (0.38). Softmax spends the rest on the
+# others, most on "rates" (0.25, the other noun), and "raised" and "rates" still hand over money (W_v is
+# unchanged), so "bank" still gathers more money (0.43) than water (0.11).
+W_K_NO_MONEY = np.array([[1, 0], [0, 0], [0, 1]])
 GUESS = "bank"
 
 

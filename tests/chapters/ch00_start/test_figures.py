@@ -12,8 +12,8 @@ from qkv_viz.core.attention import softmax  # noqa: E402
 
 TOKENS = "the river bank flooded".split()
 X = np.array([[0, 0, 0], [1, 0, 1], [0.3, 0.3, 1], [1, 0, 0.]])
-W_q = np.array([[0, 0, 1], [0, 0, 1], [2, 2, 1.]])
-W_k = np.array([[2, 0, 0], [0, 2, 0], [0, 0, 1.]])
+W_q = np.array([[0, 0], [0, 0], [2, 1.]])
+W_k = np.array([[1, 0], [1, 0], [0, 1.]])
 W_v = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0.]])
 
 
@@ -29,7 +29,7 @@ def _moves():
     out = []
     for tokens, X_s in ((TOKENS, X), (rates, X_r)):
         Q, K, V = X_s @ W_q, X_s @ W_k, X_s @ W_v
-        w = softmax(Q @ K.T / np.sqrt(3))
+        w = softmax(Q @ K.T / np.sqrt(2))
         b = tokens.index("bank")
         out.append((" ".join(tokens), X_s[b, :2], w[b], V[:, :2], tokens))  # water and money
     return out
@@ -45,7 +45,7 @@ def test_bank_moves_ends_each_sentence_where_the_output_added_back_puts_bank():
         assert len(arrows) == int(np.count_nonzero((w[:, None] * V).any(axis=1)))  # one piece per token that gives
         assert np.allclose(arrows[0].xyann, start) and np.allclose(arrows[-1].xy, expected)  # head to tail
     texts = [t.get_text() for t in plt.gca().texts]
-    assert "0.55 × river" in texts and "0.62 × rates" in texts
+    assert "0.46 × river" in texts and "0.49 × rates" in texts
     river_end, rates_end = (np.ravel(e.get_data()) for _, e in drawn)
     assert river_end[0] > river_end[1] and rates_end[1] > rates_end[0]  # towards water, towards money
 
@@ -101,7 +101,7 @@ def test_weights_grids_draw_each_sentence_labelled_on_one_colour_bar():
     from qkv_viz.chapters.ch00_start.figures import weights_grids
     rates = "the bank raised its rates".split()
     X2 = np.array([[0, 0, 0], [0.3, 0.3, 1], [0, 0.5, 0], [0, 0, 0], [0, 1, 1.]])
-    w1, w2 = (softmax((x @ W_q) @ (x @ W_k).T / np.sqrt(3)) for x in (X, X2))
+    w1, w2 = (softmax((x @ W_q) @ (x @ W_k).T / np.sqrt(2)) for x in (X, X2))
     images = weights_grids([("river", TOKENS, w1), ("rates", rates, w2)])
     assert [im.get_array().shape for im in images] == [(4, 4), (5, 5)]
     assert np.allclose(images[1].get_array(), w2) and images[0].get_clim() == (0.0, 1.0)
@@ -119,7 +119,7 @@ def test_scores_weights_grids_put_scores_centred_at_0_above_the_weights():
     from qkv_viz.chapters.ch00_start.figures import scores_weights_grids
     rates = "the bank raised its rates".split()
     X2 = np.array([[0, 0, 0], [0.3, 0.3, 1], [0, 0.5, 0], [0, 0, 0], [0, 1, 1.]])
-    s1, s2 = ((x @ W_q) @ (x @ W_k).T / np.sqrt(3) for x in (X, X2))
+    s1, s2 = ((x @ W_q) @ (x @ W_k).T / np.sqrt(2) for x in (X, X2))
     scored, weighted = scores_weights_grids([("river", TOKENS, s1, softmax(s1)), ("rates", rates, s2, softmax(s2))])
     assert np.allclose(scored[1].get_array(), s2) and np.allclose(weighted[0].get_array(), softmax(s1))
     low, high = scored[0].get_clim()

@@ -1,13 +1,12 @@
-"""Chapter 1 exercises: code the page has not written, on batches, masks and the temperature dial.
+"""Chapter 1 exercises: code the page has not written, on the temperature dial and masks.
 
 Every checker takes the reader's answer; ``None`` (or a stub that raises
 ``NotImplementedError``) means "no answer yet" and is never reported as an
 error. Wrong answers get a hint, never the answer. Worked solutions are in
 ``qkv_viz.chapters.ch01_library.solutions`` (outside the reading flow).
 
-1. ``check_lookup_many(fn)``: ``fn(queries, keys, values, temperature) -> (output, weights)``
-   for a batch of libraries and many queries at once: queries (B, T, d_k), keys (B, S, d_k),
-   values (B, S, d_v) -> output (B, T, d_v), weights (B, T, S), with T != S.
+1. ``check_temperature_for(fn)``: ``fn(dots, target) -> tau``, the temperature at which the top book's weight
+   ``softmax(dots / tau).max()`` equals ``target`` (found by bisection: the top weight falls as tau rises).
 2. ``check_lookup_available(fn)``: ``fn(query, keys, values, available, temperature) -> (output, weights)``:
    a soft lookup in which the books with ``available == False`` get weight exactly 0 (a mask).
 3. ``check_gains_when_warmer(fn)``: ``fn(dots, tau) -> (S,) bool``, True for each book whose weight
@@ -15,96 +14,111 @@ error. Wrong answers get a hint, never the answer. Worked solutions are in
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from qkv_viz.chapters.ch01_library.library import demo_library
 from qkv_viz.chapters.ch01_library.library import DEMO_QUERY
 from qkv_viz.chapters.feedback import (NOT_IMPLEMENTED, RETURNS_NONE, TIME_LIMIT, Feedback, TimeLimitExceeded,
-                                      as_array, check_function, no_answer, time_limit)
-from qkv_viz.core.attention import scaled_dot_product_attention
+                                      check_function, no_answer, time_limit)
 from qkv_viz.core.softmax import softmax
 
 
-# ---------------------------------------------------------------- exercise 1: many queries at once
-def reference_lookup_many(queries, keys, values, temperature):
-    """softmax(queries @ keys^T / temperature) @ values over the last two axes (no 1/sqrt(d_k))."""
-    return scaled_dot_product_attention(queries, keys, values, scale=False, temperature=temperature)
+# ---------------------------------------------------------------- exercise 1: the temperature for a given share
+TARGET_TOL = 1e-6  # the top book's weight at the reader's temperature must be this close to the target
 
 
-def lookup_many_cases(seed=None, n_cases: int = 6) -> list:
-    """Fresh ``(queries (B, T, d_k), keys (B, S, d_k), values (B, S, d_v), temperature)``.
+def _top_weight(dots, tau):
+    return float(softmax(np.asarray(dots, dtype=float) / tau).max())
 
-    B 1..3, T != S (so normalising over the wrong axis or mixing T and S shows), d_v != d_k,
-    temperatures 0.2..5 never 1, and the last case has a score of 3000 (a naive exp overflows).
-    """
+
+def reference_temperature_for(dots, target):
+    """The tau > 0 at which the top book's weight softmax(dots / tau).max() equals ``target`` (1/S < target < 1).
+
+    The top weight falls strictly as tau rises (dw_top/dtau = -(w_top / tau^2)(d_top - dbar) < 0 when the top is
+    unique), from 1 when cold to 1/S when hot, so bisection on log tau finds the one answer."""
+    dots = np.asarray(dots, dtype=float)
+    lo, hi = 1e-6, 1e6
+    for _ in range(200):
+        mid = np.sqrt(lo * hi)
+        if _top_weight(dots, mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return float(np.sqrt(lo * hi))
+
+
+def temperature_cases(seed=None):
+    """(dots (S,), target): the page's dot products at targets 0.5, 0.9 and 0.25, then random dot products (a clear
+    top book, no tie) with targets between 1/S and 1, the answers spread from cold to hot."""
+    lib = demo_library()
+    page = lib.keys @ DEMO_QUERY
+    cases = [(page, t) for t in (0.5, 0.9, 0.25)]
     rng = np.random.default_rng(seed)
-    cases = []
-    for i in range(n_cases):
-        B, T = int(rng.integers(1, 4)), int(rng.integers(2, 5))
-        S = T + int(rng.integers(1, 4))
-        d_k = int(rng.integers(2, 5))
-        d_v = d_k + int(rng.integers(1, 3))
-        queries = rng.normal(size=(B, T, d_k))
-        keys = rng.normal(size=(B, S, d_k))
-        values = rng.normal(size=(B, S, d_v))
-        temperature = float(np.exp(rng.uniform(np.log(0.2), np.log(5.0))))
-        if abs(temperature - 1.0) < 0.1:
-            temperature = 2.5
-        if i == n_cases - 1:  # one query scores 3000 on one key: exp(3000 / 2) overflows
-            queries[0, 0] = 30.0 * queries[0, 0] / np.linalg.norm(queries[0, 0])
-            keys[0, 0] = 100.0 * queries[0, 0] / np.linalg.norm(queries[0, 0])
-            temperature = min(temperature, 2.0)
-        cases.append((queries, keys, values, temperature))
+    while len(cases) < 7:
+        S = int(rng.integers(3, 8))
+        dots = rng.normal(scale=float(rng.choice([0.5, 2.0, 10.0])), size=S)
+        top2 = np.sort(dots)[-2:]
+        if top2[1] - top2[0] < 0.05 * (np.ptp(dots) + 1e-12):
+            continue
+        target = float(rng.uniform(1 / S + 0.05, 0.97))
+        cases.append((dots, target))
     return cases
 
 
-def _stable(s, axis=-1):
-    e = np.exp(s - s.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def _diagnose_lookup_many(got, want, case):
-    """A sentence naming the mistake, or None to let the generic comparison speak."""
-    queries, keys, values, temperature = case
-    out, w = got
-    want_out, want_w = want
-    if w.shape != want_w.shape:
-        if w.shape == want_w.shape[:-2] + want_w.shape[-1:] + want_w.shape[-2:-1]:
-            return (f"your weights have shape {w.shape}, that is shape (B, S, T): one row per key. Expected "
-                    f"{want_w.shape}, (B, T, S): one row per query, its dot products with its batch entry's keys.")
-        return None
-    if not np.all(np.isfinite(w)) or not np.all(np.isfinite(out)):
-        return ("your result contains NaN or inf. One score here is 3000, and exp of anything above "
-                "about 709 overflows: subtract each row's largest score before exp.")
-    s = queries @ keys.swapaxes(-1, -2)  # (B, T, d_k) @ (B, d_k, S) -> (B, T, S)
-    if np.allclose(w.sum(axis=-2), 1.0, atol=1e-6) and not np.allclose(w.sum(axis=-1), 1.0, atol=1e-6):
-        return ("each *column* of your weights sums to 1: softmax ran over the queries. Each query's "
-                "row must sum to 1: take the softmax along the last axis (the S keys).")
-    if not np.allclose(w.sum(axis=-1), 1.0, atol=1e-6):
-        return "the rows of your weights do not sum to 1: divide each row's exponentials by that row's sum."
-    if np.allclose(w, want_w, atol=1e-6):
-        return "your weights are right but the output is not: output = weights @ values, (B, T, S) @ (B, S, d_v)."
-    if np.allclose(w, _stable(s), atol=1e-6):
-        return (f"your weights are those of temperature 1, but this case has temperature {temperature:.3g}: "
-                "divide the scores by it.")
-    if np.allclose(w, _stable(s * temperature), atol=1e-6):
-        return "you multiplied the scores by the temperature; divide them by it."
-    if np.allclose(w, _stable(s / (temperature * np.sqrt(queries.shape[-1]))), atol=1e-6):
-        return "you divided by sqrt(d_k) as well: in this chapter's lookup the temperature alone scales the scores."
-    return None
-
-
-def check_lookup_many(fn, seed=None) -> Feedback:
-    """Run ``fn(queries, keys, values, temperature)`` on fresh batches of libraries.
-
-    Expected: ``(output (B, T, d_v), weights (B, T, S))``, equal to
-    ``softmax(queries @ keys^T / temperature) @ values`` batch by batch.
-    """
-    return check_function(fn, reference_lookup_many, lookup_many_cases(seed), name="lookup_many",
-                          diagnose=_diagnose_lookup_many, shape_hints=True, atol=1e-8,
-                          returns=("output", "weights"),
-                          praise="Every batch, every query, T != S, and a score of 3000: all right. "
-                                 "The Transformer's version fixes the temperature at sqrt(d_k), as the page showed.")
+def check_temperature_for(fn, seed=None) -> Feedback:
+    """``fn(dots, target)`` -> a temperature tau > 0 at which the top book's weight ``softmax(dots / tau).max()``
+    equals ``target`` (within TARGET_TOL). Run on the page's dot products, then on random ones."""
+    if fn is None:
+        return no_answer()
+    if not callable(fn):
+        return Feedback(False, f"temperature_for should be a function (def ...), got {type(fn).__name__}.")
+    cases = temperature_cases(seed)
+    start = time.monotonic()
+    for i, (dots, target) in enumerate(cases):
+        where = (f"the page's dots with target {target:g}" if i < 3 else
+                 f"case {i + 1} of {len(cases)} (dots {np.round(dots, 2).tolist()}, target {target:.3g})")
+        try:
+            with time_limit(max(TIME_LIMIT - (time.monotonic() - start), 0.5)):
+                got = fn(dots.copy(), target)
+        except TimeLimitExceeded:
+            return Feedback(False, f"On {where}, temperature_for was still running after {TIME_LIMIT:g} s and was "
+                                   "stopped. Halving an interval 100 times is plenty: does your loop end?")
+        except NotImplementedError:
+            return Feedback(False, NOT_IMPLEMENTED, pending=True)
+        except Exception as exc:  # noqa: BLE001 - the reader's code: any error is feedback
+            return Feedback(False, f"On {where}, temperature_for raised {type(exc).__name__}: {exc}")
+        if got is None:
+            return Feedback(False, RETURNS_NONE if i == 0 else f"On {where}, temperature_for returned None.",
+                            pending=i == 0)
+        try:
+            tau = float(np.asarray(got, dtype=float).reshape(()))
+        except (TypeError, ValueError):
+            return Feedback(False, f"On {where}, temperature_for returned {got!r}: return one number, the temperature.")
+        if not np.isfinite(tau) or tau <= 0:
+            return Feedback(False, f"On {where}, temperature_for returned tau = {tau!r}: a temperature is a finite "
+                                   "number above 0.")
+        w = _top_weight(dots, tau)
+        if abs(w - target) <= TARGET_TOL:
+            continue
+        msg = (f"On {where}, at your tau = {tau:.6g} the top book's weight is {w:.6f}, not {target:g}: ")
+        if abs(_top_weight(dots, 1 / tau) - target) <= 1e-4:
+            return Feedback(False, msg + "your tau gives the target if the dot products are *multiplied* by it. "
+                                         "The weights are softmax(dots / tau).")
+        if w > target:
+            return Feedback(False, msg + "too much for the top book, so this tau is too cold. The top weight falls as "
+                                         "tau rises: search higher, and narrow the interval until the weight is within "
+                                         f"{TARGET_TOL:g} of the target.")
+        return Feedback(False, msg + "too little for the top book, so this tau is too hot. The top weight falls as tau "
+                                     "rises: search lower, and narrow the interval until the weight is within "
+                                     f"{TARGET_TOL:g} of the target.")
+    page = cases[0][0]
+    half = reference_temperature_for(page, 0.5)
+    return Feedback(True, f"Right on every case. On the page, Attention Explained gets half the weight at tau = "
+                          f"{half:.3f}, a little colder than the page's tau = 1 (0.46). One number, the temperature, "
+                          "sets how much the best match takes; a model sets it through the lengths of its queries "
+                          "and keys.")
 
 
 # ---------------------------------------------------------------- exercise 2: some books are checked out

@@ -18,7 +18,7 @@ from qkv_viz.viz.style import KEY_COLOR, QUERY_COLOR
 
 KEY_LW = 1.6                # every key arrow's line width (points): the weight is written, not drawn
 LABEL_OFFSET_PT = 7.0       # labels sit this far beyond the arrow tip, along the arrow
-COLLINEAR_SHIFT_PT = 4.0    # a key along a longer key's line is drawn this far beside it
+COLLINEAR_SHIFT_PT = 8.0    # a key along a longer key's line is drawn this far beside it (4 pt read as one thick line)
 
 
 def _collinear_shifts(keys):

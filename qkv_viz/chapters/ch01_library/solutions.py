@@ -8,16 +8,21 @@ from __future__ import annotations
 import numpy as np
 
 
-# Exercise 1: the page's four lines, with a batch axis and T queries against S books.
-def lookup_many(queries, keys, values, temperature):
-    """queries (B, T, d_k), keys (B, S, d_k), values (B, S, d_v), temperature > 0
-    -> (output (B, T, d_v), weights (B, T, S))."""
-    scores = queries @ keys.swapaxes(-1, -2)                 # (B, T, d_k) @ (B, d_k, S) -> (B, T, S)
-    scores = scores - scores.max(axis=-1, keepdims=True)     # each row's largest becomes 0: no overflow
-    e = np.exp(scores / temperature)                         # (B, T, S)
-    weights = e / e.sum(axis=-1, keepdims=True)              # each query's row sums to 1 (over the S books)
-    output = weights @ values                                # (B, T, S) @ (B, S, d_v) -> (B, T, d_v)
-    return output, weights
+# Exercise 1: the top book's weight falls as tau rises, so halve an interval of temperatures on a log scale.
+def temperature_for(dots, target):
+    """dots (S,), 1/S < target < 1 -> tau > 0 with softmax(dots / tau).max() == target (to about 1e-12)."""
+    dots = np.asarray(dots, dtype=float)
+    lo, hi = 1e-6, 1e6                                       # top weight about 1 at lo, about 1/S at hi
+    for _ in range(100):                                     # each step halves log(hi / lo)
+        tau = np.sqrt(lo * hi)                               # the midpoint on a log scale
+        s = dots / tau                                       # (S,): the scores at tau
+        e = np.exp(s - s.max())
+        top = e.max() / e.sum()                              # the top book's weight at tau
+        if top > target:
+            lo = tau                                         # too cold: the answer is hotter
+        else:
+            hi = tau                                         # too hot: the answer is colder
+    return float(np.sqrt(lo * hi))
 
 
 # Exercise 2: a checked-out book gets the score -inf, so exp gives it exactly 0 and the rest share the weight.

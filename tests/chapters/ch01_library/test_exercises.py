@@ -14,7 +14,7 @@ def stub(*args):
 
 
 CHECKS = [  # (checker, solution)
-    (ch01.check_lookup_many, solutions.lookup_many),
+    (ch01.check_temperature_for, solutions.temperature_for),
     (ch01.check_lookup_available, solutions.lookup_available),
     (ch01.check_gains_when_warmer, solutions.gains_when_warmer),
 ]
@@ -27,7 +27,7 @@ def test_every_solution_passes_its_checker(check, solution):
 
 
 @pytest.mark.parametrize("check, placeholder", [(c, None) for c, _ in CHECKS]
-                         + [(ch01.check_lookup_many, stub), (ch01.check_lookup_available, stub),
+                         + [(ch01.check_temperature_for, stub), (ch01.check_lookup_available, stub),
                             (ch01.check_gains_when_warmer, stub)])
 def test_placeholders_are_no_answer_yet_not_errors(check, placeholder):
     fb = check(placeholder)
@@ -37,58 +37,82 @@ def test_placeholders_are_no_answer_yet_not_errors(check, placeholder):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_code_solutions_pass_on_any_fresh_cases(seed):
-    assert ch01.check_lookup_many(solutions.lookup_many, seed=seed)
+    assert ch01.check_temperature_for(solutions.temperature_for, seed=seed)
     assert ch01.check_lookup_available(solutions.lookup_available, seed=seed)
     assert ch01.check_gains_when_warmer(solutions.gains_when_warmer, seed=seed)
 
 
-def test_cases_have_t_different_from_s_a_batch_and_a_huge_score():
-    cases = ch01.lookup_many_cases(seed=0)
-    assert all(q.shape[1] != k.shape[1] and q.ndim == 3 and q.shape[0] == k.shape[0] for q, k, _, _ in cases)
-    assert any(q.shape[0] > 1 for q, _, _, _ in cases)
-    q, k, _, t = cases[-1]
-    assert (q @ k.swapaxes(-1, -2)).max() / t > 709  # exp would overflow without the shift
+def test_temperature_cases_have_one_answer_and_the_solution_hits_it():
+    """Every case has a unique top book and a target strictly between 1/S and 1, so the top weight falls through
+    the target exactly once; the solution's tau gives the target to 1e-9, and the page's half-weight tau is colder
+    than 1 (at tau = 1 the top book has 0.46)."""
+    for seed in range(3):
+        for dots, target in ch01.temperature_cases(seed=seed):
+            assert np.sum(dots == dots.max()) == 1 and 1 / len(dots) < target < 1
+            top = softmax(dots / np.geomspace(1e-4, 1e4, 400)[:, None]).max(axis=1)
+            assert np.all(np.diff(top) <= 1e-15)  # falls as tau rises
+            tau = solutions.temperature_for(dots, target)
+            assert abs(softmax(dots / tau).max() - target) < 1e-9
+    page = demo_library().keys @ DEMO_QUERY
+    assert 0.5 < ch01.reference_temperature_for(page, 0.5) < 1.0
+
+
+def _linear_bisection(dots, target, steps=200):
+    """Bisection on a plain (not log) interval: a right answer written differently (with enough steps)."""
+    lo, hi = 1e-3, 1e3
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if softmax(dots / mid).max() > target else (lo, mid)
+    return (lo + hi) / 2
+
+
+def test_other_right_answers_pass():
+    for seed in range(3):
+        assert ch01.check_temperature_for(_linear_bisection, seed=seed)
+        assert ch01.check_temperature_for(lambda d, t: np.array(solutions.temperature_for(d, t)), seed=seed)  # 0-d
+
+
+def _flipped(dots, target):
+    """Bisection that moves the wrong end: it runs off to the hot end."""
+    lo, hi = 1e-3, 1e3
+    for _ in range(100):
+        mid = np.sqrt(lo * hi)
+        lo, hi = (lo, mid) if softmax(dots / mid).max() > target else (mid, hi)
+    return np.sqrt(lo * hi)
+
+
+TEMPERATURE_MISTAKES = {  # a reader's wrong answer -> words the feedback must contain
+    "always tau = 1": (lambda d, t: 1.0, "too hot"),
+    "far too cold": (lambda d, t: 1e-3, "too cold"),
+    "multiplied by tau": (lambda d, t: 1 / ch01.reference_temperature_for(d, t), "multiplied"),
+    "moves the wrong end": (_flipped, "too hot"),
+    "too few steps": (lambda d, t: _linear_bisection(d, t, steps=8), "the top book's weight is"),
+    "negative": (lambda d, t: -1.0, "above 0"),
+    "not a number": (lambda d, t: "hot", "return one number"),
+    "an array": (lambda d, t: np.ones(len(d)), "return one number"),
+    "raises": (lambda d, t: 1 / 0, "ZeroDivisionError"),
+}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("name", sorted(TEMPERATURE_MISTAKES))
+def test_temperature_for_mistakes_are_named(name):
+    fn, words = TEMPERATURE_MISTAKES[name]
+    fb = ch01.check_temperature_for(fn, seed=0)
+    assert not fb and not fb.pending
+    assert words in fb.message, fb.message
+
+
+def test_temperature_for_says_none_and_non_functions_plainly():
+    fb = ch01.check_temperature_for(lambda d, t: None)
+    assert not fb and fb.pending and "returns None" in fb.message
+    fb = ch01.check_temperature_for(0.85)
+    assert not fb and "should be a function" in fb.message
 
 
 def _softmax(s, axis=-1):
     e = np.exp(s - s.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
-
-
-def _lookup(scores_fn, axis=-1):
-    def fn(q, k, v, t):
-        w = _softmax(scores_fn(q, k, t), axis)
-        return w @ v, w
-    return fn
-
-
-S = lambda q, k: q @ k.swapaxes(-1, -2)  # noqa: E731
-MISTAKES = {  # a reader's wrong function -> words the feedback must contain
-    "softmax over the queries": (_lookup(lambda q, k, t: S(q, k) / t, axis=-2), "softmax ran over the queries"),
-    "keys before queries": (lambda q, k, v, t: (np.zeros(v.shape[:1] + q.shape[1:2] + v.shape[2:]),
-                                                _softmax(k @ q.swapaxes(-1, -2) / t)),
-                            "shape (B, S, T)"),
-    "temperature ignored": (_lookup(lambda q, k, t: S(q, k)), "divide the scores by it"),
-    "times temperature": (_lookup(lambda q, k, t: S(q, k) * t), "multiplied the scores by the temperature"),
-    "extra sqrt(d_k)": (_lookup(lambda q, k, t: S(q, k) / (t * np.sqrt(q.shape[-1]))), "sqrt(d_k)"),
-    "naive exp overflows": (lambda q, k, v, t: ((np.exp(S(q, k) / t) / np.exp(S(q, k) / t).sum(-1, keepdims=True))
-                                                @ v, np.exp(S(q, k) / t) / np.exp(S(q, k) / t).sum(-1, keepdims=True)),
-                            "subtract each row's largest score"),
-    "rows not summing to 1": (lambda q, k, v, t: (np.exp(S(q, k) / t - 50) @ v, np.exp(S(q, k) / t - 50)),
-                              "do not sum to 1"),
-    "wrong output": (lambda q, k, v, t: (solutions.lookup_many(q, k, v, t)[0] * 2, solutions.lookup_many(q, k, v, t)[1]),
-                     "output = weights @ values"),
-    "forgot return": (lambda q, k, v, t: None, "return"),
-}
-
-
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.parametrize("name", sorted(MISTAKES))
-def test_lookup_many_mistakes_are_named(name):
-    fn, words = MISTAKES[name]
-    fb = ch01.check_lookup_many(fn, seed=0)
-    assert not fb and not fb.pending or name == "forgot return"
-    assert words in fb.message, fb.message
 
 
 def _mask_after_softmax(renormalise):

@@ -44,16 +44,23 @@ def test_the_top_weight_falls_as_the_temperature_rises():
     assert np.all(np.diff(table.max(axis=1)) < 0)
 
 
-def test_many_readers_each_read_their_own_book():
-    """The page's three readers (rows of Q) against the library: one matrix product, the
-    package's attention, and each reader's top book is the one the page's story says."""
+def test_the_historian_takes_home_recipes_because_right_angles_beat_opposite():
+    """The page's historian (-1.5, 0) at tau = sqrt(d_k): Kitchen Chemistry's key is at right angles (dot product 0)
+    and outweighs the two AI books, which point the opposite way; most of the historian's recipes come from it.
+    Stacked as rows of Q with other readers, the package's attention gives the same row."""
     lib = demo_library()
-    Q = np.array([DEMO_QUERY, [0.0, 1.5], [-1.5, 0.0]])  # AI student, cook, historian
-    out, w = scaled_dot_product_attention(Q, lib.keys, lib.values)  # scale=True: / sqrt(d_k)
-    assert [lib.titles[j] for j in w.argmax(axis=1)] == ["Attention Explained", "Kitchen Chemistry",
+    historian = np.array([-1.5, 0.0])
+    kitchen, ai = lib.titles.index("Kitchen Chemistry"), [0, 1]
+    assert lib.keys[kitchen] @ historian == 0 and np.all(lib.keys[ai] @ historian < 0)
+    out, w = soft_lookup(historian, lib, temperature=np.sqrt(2))
+    assert np.all(w[kitchen] > w[ai])
+    recipes = w * lib.values[:, VALUE_AXES.index("recipes")]
+    assert recipes.argmax() == kitchen and recipes[kitchen] > 0.5 * out[VALUE_AXES.index("recipes")]
+    Q = np.array([DEMO_QUERY, [0.0, 1.5], historian])  # AI student, cook, historian
+    _, W = scaled_dot_product_attention(Q, lib.keys, lib.values)  # scale=True: / sqrt(d_k)
+    np.testing.assert_allclose(W[2], w)
+    assert [lib.titles[j] for j in W.argmax(axis=1)] == ["Attention Explained", "Kitchen Chemistry",
                                                          "A History of Libraries"]
-    assert [VALUE_AXES[j] for j in out.argmax(axis=1)] == ["AI facts", "recipes", "history"]
-    np.testing.assert_allclose(w[0], soft_lookup(DEMO_QUERY, lib, temperature=np.sqrt(2))[1])
 
 
 def _page_library():

@@ -204,8 +204,8 @@ def test_a_writer_trained_with_one_kv_head_writes_both_sentences():
 
 @pytest.mark.parametrize("n_kv", [2, 1])
 def test_every_seed_0_to_19_writes_both_sentences(n_kv):
-    """The page's training cell says any seed 0..19 learns both sentences (and so does the one-K/V-head
-    retrain, trained_writer(n_kv_heads=1)): each seed's writer writes both, greedily, and its loss is at the floor ln 2 / 6."""
+    """The page's training cell invites "try another seed": any seed 0..19 learns both sentences (and so does the
+    one-K/V-head retrain, trained_writer(n_kv_heads=1)): each seed's writer writes both, greedily, and its loss is at the floor ln 2 / 6."""
     import torch
     import torch.nn.functional as F
     from qkv_viz.chapters.ch11_generation.generation import SENTENCES, VOCAB, trained_writer, write
@@ -220,3 +220,39 @@ def test_every_seed_0_to_19_writes_both_sentences(n_kv):
         logits = torch.tensor(out @ E.T)
         loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).item()
         assert loss < np.log(2) / 6 + 0.01, (seed, loss)
+
+
+def test_the_pages_step_and_sampler_use_the_cache_and_write_the_sentences():
+    """The page's step() (one token: project q, k, v; append k, v; softmax of q against the cache; weighted values),
+    run from empty caches, gives write()'s outputs; its sampler at temperature 1 draws only the two sentences,
+    and the same seed draws the same sentences."""
+    import json
+    import pathlib
+
+    from qkv_viz.chapters.ch11_generation.generation import SENTENCES, VOCAB, trained_writer, write
+
+    nb = json.loads((pathlib.Path(__file__).parents[3] / "notebooks" / "11_generating_text.ipynb").read_text())
+    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    step_cell = next(s for s in cells if s.startswith("def step("))
+    sample_cell = next(s for s in cells if "def sample(" in s)
+    sample_def = sample_cell[sample_cell.index("def sample("):sample_cell.index("rng = ")]
+    E, p = trained_writer()
+
+    def softmax(s):
+        w = np.exp(s - s.max(axis=-1, keepdims=True))
+        return w / w.sum(axis=-1, keepdims=True)
+
+    page = {"np": np, "softmax": softmax, "E": E, "W_q": p.W_q, "W_k": p.W_k, "W_v": p.W_v, "W_o": p.W_o,
+            "H": p.n_heads, "d_k": p.W_q.shape[1] // p.n_heads, "VOCAB": list(VOCAB),
+            "ID": {w: i for i, w in enumerate(VOCAB)}}
+    exec(step_cell + "\n" + sample_def, page)
+    words, _, logits = write(E, p, VOCAB, SENTENCES[1].split()[:2])
+    K = V = np.zeros((page["H"], 0, page["d_k"]))
+    for i, w in enumerate(words):
+        out, K, V, weights = page["step"](E[VOCAB.index(w)], K, V)
+        np.testing.assert_allclose(out @ E.T, logits[i], atol=1e-9)
+        assert K.shape == V.shape == (page["H"], i + 1, page["d_k"]) and weights.shape == (page["H"], 1, i + 1)
+    drawn = [page["sample"](1, np.random.default_rng(0)) for _ in range(2)]
+    assert drawn[0] == drawn[1] and drawn[0] in SENTENCES
+    rng = np.random.default_rng(1)
+    assert {page["sample"](1, rng) for _ in range(20)} <= set(SENTENCES)

@@ -153,7 +153,8 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
     at position 0 (the live figure's still).
 
     The angle between the solid arrows is the angle at position 0 plus (n - m) * theta_pair,
-    so it is the same for every m with the same n - m. Title: the pair's part of the dot product.
+    so it is the same for every m with the same n - m. Title: the pair's part of q_m . k_n
+    (the arrows' labels give m and n).
     """
     q, k = as_array("q", q, ndim=1), as_array("k", k, ndim=1)
     d_k = q.shape[0]
@@ -189,8 +190,7 @@ def plot_turning(q, k, m: float, n: float, base: float = 10000.0, pair: int = 0,
                               fontsize=style.FONT_PT))
     ax.set(xlim=(-1.45 * r, 1.45 * r), ylim=(-1.45 * r, 1.45 * r), aspect="equal", xticks=[], yticks=[])
     ax.set_ylabel(f"pair {pair}: coordinates {a}, {b}")
-    arts.append(ax.set_title(f"pair {pair} (θ = {theta:.3g} rad per position)\n"
-                             f"m = {m:g}, n = {n:g}: pair {pair}'s part of $q_m \\cdot k_n$ = {qm @ kn:.3f}",
+    arts.append(ax.set_title(f"pair {pair}, θ = {theta:.3g}: its part of $q_m \\cdot k_n$ = {qm @ kn:.3f}",
                              fontsize=style.FONT_PT))
     return arts
 

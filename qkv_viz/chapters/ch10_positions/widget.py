@@ -118,9 +118,8 @@ class RopeFigure(CheckedFigure):
         plot_offset_curve(q, k, self.base, self.t_max, self.m, self.n, ax=ax2)
         plot_pair_parts(pair_parts(q, k, self.m, self.n, self.base), self.pair, ax=ax3)
         offset = rope_dots_by_offset(q, k, [self.n - self.m], self.base)[0]
-        fig.suptitle(f"d_k = {self.d_k}, key = the query. q_m · k_n (all pairs, the dot) = {self.dot:.3f}; "
-                     f"from n − m alone = {offset:.3f}.\nLive controls: m, n, keep n − m fixed, d_k, base, "
-                     "pair drawn.", fontsize=style.ANNOTATION_PT)
+        fig.suptitle(f"d_k = {self.d_k}, key = the query: q_m · k_n = {self.dot:.3f} "
+                     f"(from n − m alone: {offset:.3f})", fontsize=style.ANNOTATION_PT)
         return figure_png(fig)
 
 

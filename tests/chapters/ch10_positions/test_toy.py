@@ -1,4 +1,6 @@
 """Chapter 10's computations and the claims its text makes about them."""
+import ast
+
 import numpy as np
 import pytest
 
@@ -31,9 +33,11 @@ def test_the_pages_projections_are_the_toys():
     for c in nb["cells"]:
         if c["cell_type"] != "code":
             continue
-        for line in "".join(c["source"]).splitlines():
-            if line.startswith(("F = ", "W_q", "W_k", "W_v", "c, s = ", "R1 = ")):
-                exec(line.split("#")[0], ns)
+        src = "".join(c["source"])
+        for node in ast.parse(src).body:              # whole statements, also those over several lines
+            stmt = ast.get_source_segment(src, node)
+            if stmt.startswith(("F = ", "W_q", "W_k", "W_v", "c, s = ", "S = ")):
+                exec(stmt, ns)
     np.testing.assert_allclose(ns["W_v"], W[2])
     for j, name in enumerate(("W_q", "W_k")):
         word, sin, rope = (W[j].copy() for _ in range(3))
@@ -187,9 +191,10 @@ def test_the_pages_vectors_are_the_toys():
     from pathlib import Path
 
     nb = json.loads((Path(__file__).parents[3] / "notebooks" / "10_order_and_positions.ipynb").read_text())
-    line = next(l for c in nb["cells"] if c["cell_type"] == "code" for l in "".join(c["source"]).splitlines()
-                if l.startswith("EMB = "))
-    assert eval(line.split("=", 1)[1].split("#")[0]) == PAGE_EMB
+    srcs = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    stmt = next(ast.get_source_segment(src, node) for src in srcs for node in ast.parse(src).body
+                if ast.get_source_segment(src, node).startswith("EMB = "))
+    assert eval(stmt.split("=", 1)[1]) == PAGE_EMB
     assert {w: list(v) for w, v in toy.EMBEDDINGS.items()} == PAGE_EMB
 
 
@@ -202,7 +207,7 @@ def test_shuffling_the_pages_sentence_only_shuffles_its_outputs():
 
 
 def test_minilm_with_its_position_table_zeroed_permutes_its_outputs():
-    """Going further: zero MiniLM's position table and the two sentences' outputs are a permutation of
+    """The page, after X + P: zero MiniLM's position table and the two sentences' outputs are a permutation of
     each other; with the table, each token's output changes (cosines below 1) but stays close (> 0.6),
     the words closer than any two different tokens of one sentence."""
     from dataclasses import replace

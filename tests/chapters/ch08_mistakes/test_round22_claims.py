@@ -1,0 +1,65 @@
+"""Chapter 8 claims added in the round-22 rewrite: the tiny per-head layout printout (section 3),
+the width-6 tied K = V being a separate W_k, W_v side by side (section 2), and the two printed
+checks flagging five of section 6's six bugs, all but dividing by sqrt(d_model)."""
+import numpy as np
+
+from qkv_viz import masked_softmax, softmax
+from qkv_viz.chapters.ch08_mistakes import mistakes
+
+
+def _tiny_layout(H=2, w=2):
+    names = np.array([f"{m}{h}" for m in "qkv" for h in range(H) for _ in range(w)])
+    return names, names.reshape(3, H, w).transpose(1, 0, 2).reshape(-1)
+
+
+def test_tiny_per_head_layout_is_stored_head_by_head_and_the_block_split_mixes_it():
+    names, per_head = _tiny_layout()
+    assert " ".join(per_head) == "q0 q0 k0 k0 v0 v0 q1 q1 k1 k1 v1 v1"
+    pieces = [" ".join(p) for p in np.split(per_head, 3)]
+    assert pieces == ["q0 q0 k0 k0", "v0 v0 q1 q1", "k1 k1 v1 v1"]     # "q" holds head 0's q and k
+
+
+def test_tiny_name_reorder_matches_the_package_split_on_numbered_columns():
+    H, w = 2, 2
+    cols = np.arange(3 * H * w)                                       # block layout: column indices
+    per_head_cols = cols.reshape(3, H, w).transpose(1, 0, 2).reshape(-1)
+    names, per_head = _tiny_layout(H, w)
+    np.testing.assert_array_equal(names[per_head_cols], per_head)
+    q, k, v = mistakes.split_per_head(per_head_cols[None, :].astype(float), H)   # (H, 1, w) each
+    np.testing.assert_array_equal(q[:, 0].reshape(-1), cols[:H * w])  # the right split recovers W_q's columns
+
+
+def test_tied_width_6_is_one_matrix_for_k_and_v_and_equals_separate_side_by_side():
+    content = np.random.default_rng(0).normal(size=(500, 3, 3))
+    x = np.concatenate([np.broadcast_to(np.eye(3), (500, 3, 3)), content], axis=-1)
+    W_label = np.vstack([4 * np.eye(3), np.zeros((3, 3))])
+    W_content = np.vstack([np.zeros((3, 3)), np.eye(3)])
+    W_both = np.hstack([W_label, W_content])
+    kv = x @ W_both                                                   # k = v: one matrix
+    np.testing.assert_array_equal(kv, np.concatenate([x @ W_label, x @ W_content], axis=-1))
+    q = np.eye(3, 6) @ np.hstack([W_label, np.zeros((6, 3))])
+    w_tied = softmax(q @ kv.swapaxes(-1, -2) / np.sqrt(6))
+    w_sep = softmax(q[:, :3] @ (x @ W_label).swapaxes(-1, -2) / np.sqrt(6))   # separate W_k, same scale
+    np.testing.assert_allclose(w_tied, w_sep)                         # the content half adds no score
+    np.testing.assert_allclose((w_tied @ kv)[..., 3:], w_sep @ (x @ W_content))
+
+
+def test_row_sums_and_later_weight_flag_five_of_six_bugs_not_the_d_model_scale():
+    k_pos = 2 * (np.eye(4) - 1 / 4)
+    q_prev = k_pos[[0, 0, 1, 2]]
+    causal = np.tril(np.ones((4, 4), dtype=bool))
+    scores = q_prev @ k_pos.T / np.sqrt(4)
+    filled = np.where(causal, scores, -np.inf)
+    e0 = np.exp(filled - filled.max(axis=0))
+    bugs = {"axis 0": e0 / e0.sum(axis=0),
+            "after": np.where(causal, softmax(scores), 0),
+            "d_model": masked_softmax(q_prev @ k_pos.T / np.sqrt(16), causal),
+            "no mask": softmax(scores),
+            "times mask": softmax(scores * causal),
+            "inverted": masked_softmax(scores, ~causal)}
+    flagged = {name for name, w in bugs.items()
+               if not np.allclose(w.sum(-1), 1) or w[~causal].sum() > 1e-6}
+    assert flagged == set(bugs) - {"d_model"}
+    # scores * mask: hidden scores 0 sit above the unwanted visible keys' scores, so more leaks
+    assert bugs["times mask"][~causal].sum() > bugs["no mask"][~causal].sum()
+    assert np.all(scores[causal & ~np.eye(4, k=-1, dtype=bool)][1:] < 0)

@@ -248,3 +248,40 @@ def test_under_sgd_unscaled_never_gets_there_at_lr_1_and_is_slower_at_the_matche
     matched = toy.steps_to(_page_loop(1.0, 1 / 16, seed))
     assert matched is not None and 2 < matched / scaled < 4
     assert np.mean(_page_loop(1.0, 1 / 16, seed, steps=30) == _page_loop(1 / 16, 1.0, seed, init=4.0, steps=30)) > 0.95
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_unsaturated_rows_reach_q_through_c_times_k(seed):
+    """Page, batch-gradient cell: rows not saturated get a gradient of the same order at their scores in both
+    models (within a factor 3), but d s_ij / d q_i = c k_j multiplies it by c|k| (1 scaled, 16 unscaled)
+    on its way to q_i and W_q."""
+    x, W_q, W_k = _start(seed)
+    q, k = x @ W_q, x @ W_k                                              # (B, T, d_k)
+    med_s, med_q = {}, {}
+    for c in (1 / 16, 1.0):
+        w = toy.softmax(c * q @ k.swapaxes(-1, -2))
+        live = w.max(-1) <= 0.99
+        d_s = toy.score_grads(w)
+        assert c * np.linalg.norm(k, axis=-1).mean() == pytest.approx(c * 16, rel=0.05)
+        med_s[c] = np.median(np.linalg.norm(d_s, axis=-1)[live])
+        med_q[c] = np.median(np.linalg.norm(c * d_s @ k, axis=-1)[live])
+    assert 1 / 3 < med_s[1.0] / med_s[1 / 16] < 3                       # same order at the scores
+    assert med_q[1.0] > 8 * med_q[1 / 16]                                # many times larger at q_i
+
+
+def test_unscaled_is_the_scaled_model_from_4W_at_4_times_the_lr():
+    """Page, "Is it the step size?": no factor = scaled with W_q, W_k 4 times larger, stepped by Adam at lr x 4."""
+    a = toy.train(1.0, steps=30, seed=6)
+    b = toy.train(1 / 16, init=4.0, lr=4e-3, steps=30, seed=6)
+    assert np.mean(a == b) > 0.95
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_small_start_redoes_only_the_start_and_is_the_fastest_run(runs, seed):
+    """Page, "What the article's account leaves out": the small start (no factor, start / 4, same lr) is the
+    fastest of scaled, unscaled, divided twice and the two controls."""
+    small = toy.steps_to(runs[seed]["small start"])
+    others = [toy.steps_to(runs[seed][name]) for name in ("scaled", "unscaled")]
+    others.append(toy.steps_to(toy.train(1 / 256, seed=seed)))
+    assert all(small < n for n in others)
+    assert toy.steps_to(runs[seed]["lr / 4"]) is None

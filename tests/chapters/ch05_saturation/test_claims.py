@@ -3,7 +3,7 @@
 Page: unscaled scores spread sqrt(d_k) times wider and most rows are one-hot; the closed-form
 gradient through the softmax equals autograd; one-hot rows send back a far smaller gradient, and the
 queries not saturated (about half) give the batch gradient's direction at W_q, not a handful of the largest;
-the unscaled batch gradient is nonetheless larger (exercise 3);
+the unscaled batch gradient is nonetheless larger, because the unsaturated rows reach q_i through c|k| = 16;
 trained with Adam (the page uses torch.optim.Adam; toy writes it out, equal to it), every run starts at chance; unscaled is about 4 times
 slower; the small start is faster than scaled; at a matched step (lr / 4) the saturated start does not reach 90 % in
 100 steps; small start is scaled at lr x 4, and start / 4 with lr / 4 is scaled;

@@ -57,13 +57,13 @@ def mask_legend(fig, kinds=("causal", "padding", "both")):
 # (x, y, label, facecolor key) of each block in the encoder-decoder sketch; x, y = lower-left corner
 _BOX_W, _BOX_H = 2.6, 0.8
 _BLOCKS = {
-    "enc_in": (0.0, 0.0, "English words", None),
-    "enc_self": (0.0, 1.3, "self-attention\n(padding mask)", "KEY_COLOR"),
-    "enc_out": (0.0, 2.6, "encoder output X", None),
-    "dec_in": (4.0, 0.0, "<bos> + French words so far", None),
-    "dec_self": (4.0, 1.3, "causal self-attention: French reads\nearlier French (+ padding mask)", "QUERY_COLOR"),
-    "dec_cross": (4.0, 2.6, "cross-attention: Q from French,\nK, V from X (padding mask)", "VALUE_COLOR"),
-    "dec_out": (4.0, 3.9, "next French word", None),
+    "enc_in": (0.0, 0.0, "S English words", None),
+    "enc_self": (0.0, 1.3, "self-attention, S × S\n(padding mask)", "KEY_COLOR"),
+    "enc_out": (0.0, 2.6, "encoder output X\n(S × d_model)", None),
+    "dec_in": (4.0, 0.0, "T inputs: <bos> + French so far", None),
+    "dec_self": (4.0, 1.3, "causal self-attention, T × T\n(+ padding mask)", "QUERY_COLOR"),
+    "dec_cross": (4.0, 2.6, "cross-attention, T × S\n(padding mask)", "VALUE_COLOR"),
+    "dec_out": (4.0, 3.9, "T outputs: each position's next word", None),
 }
 _ARROWS = [("enc_in", "enc_self"), ("enc_self", "enc_out"), ("dec_in", "dec_self"),
            ("dec_self", "dec_cross"), ("dec_cross", "dec_out")]
@@ -95,7 +95,8 @@ def plot_encoder_decoder(ax=None):
         ax.add_patch(FancyArrowPatch(centre(a, "top"), centre(b, "bottom"), arrowstyle="-|>", mutation_scale=10))
     ax.add_patch(FancyArrowPatch(centre("enc_out", "right"), centre("dec_cross", "left"), arrowstyle="-|>",
                                  mutation_scale=10, lw=1.5, label="K, V"))
-    ax.text(3.3, 3.15, "K, V", ha="center", fontsize=style.ANNOTATION_PT)
+    ax.text(3.3, 3.1, "K, V\n(S rows)", ha="center", va="bottom", fontsize=style.ANNOTATION_PT)
+    ax.text(4.0 + _BOX_W / 2 + 0.1, 2.3, "Q (T rows)", ha="left", va="center", fontsize=style.ANNOTATION_PT)
     ax.text(_BOX_W / 2, 4.1, "encoder (reads)", ha="center", fontweight="bold")
     ax.text(4.0 + _BOX_W / 2, 5.0, "decoder (writes)", ha="center", fontweight="bold")
     ax.set_xlim(-0.3, 6.9); ax.set_ylim(-0.3, 5.3)

@@ -98,8 +98,9 @@ class MaskFigure(CheckedFigure):
         fig = Figure(figsize=style.figsize(0.6, 0.62), dpi=style.DPI, layout="constrained")
         ax = fig.subplots()
         im = attention_heatmap(self.weights, ax=ax, tokens_q=self.tokens_q, tokens_k=self.tokens_k,
-                               colorbar=False, title="attention weights after the mask\n"
-                                                     "hidden cells: '/' causal, grey padding, lines clicked")
+                               colorbar=False, title="weights after the mask. Hidden keys:\n"
+                                                     "stripes = causal, grey = padding,\n"
+                                                     "horizontal lines = clicked")
         T, S = self.T, self.S
         by_causal = ~causal_mask(T, S) if self.causal else np.zeros((T, S), bool)
         by_padding = np.broadcast_to(np.arange(S)[None, :] >= self.n_real, (T, S))

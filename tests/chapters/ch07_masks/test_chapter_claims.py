@@ -249,3 +249,34 @@ def test_mha_default_batch_first_false_attends_across_sentences_without_an_error
     assert w.shape == (4, 2, 2) and w_bf.shape == (2, 4, 4)          # the default mixes the 2 sentences
     assert not torch.allclose(out, out_bf)
 
+
+
+def _grammar_scores():
+    """The page's grammar head on <bos> le chat noir: le -> chat, chat -> le, noir -> chat (strength 8,
+    one-hot keys, scaled by sqrt(4)); <bos> asks for nothing."""
+    inputs = ["<bos>", "le", "chat", "noir"]
+    W_gram = np.zeros((4, 4))
+    for a, b in {"le": "chat", "chat": "le", "noir": "chat"}.items():
+        W_gram[inputs.index(a), inputs.index(b)] = 8.0
+    return W_gram / 2                                      # (T, T): one-hot Y and W_k = I
+
+
+def test_the_causal_mask_moves_only_le_whose_partner_is_in_its_future():
+    """After the grammar head's picture: le splits its weight between <bos> and itself; chat and
+    noir find their partners (le, chat), which come earlier, as without the mask."""
+    scores = _grammar_scores()
+    before, after = masked_softmax(scores, np.ones((4, 4), bool)), masked_softmax(scores, causal_mask(4))
+    np.testing.assert_allclose(after[1, :2], [0.5, 0.5])
+    assert after[2].argmax() == 1 and after[3].argmax() == 2            # chat -> le, noir -> chat
+    np.testing.assert_allclose(after[2:], before[2:], atol=0.02)        # the mask changes them little
+    assert before[1].argmax() == 2                                      # unmasked, le finds chat
+
+
+def test_the_explorers_pad_query_spreads_its_weight_evenly_over_the_real_keys():
+    """The explorer's still: the <pad> row's zero vector scores 0 against every key, so under the
+    causal and padding masks it puts 1/4 on each of the four real keys and 0 on <pad>."""
+    from qkv_viz.chapters.ch07_masks.widget import mask_widget
+    tokens = ["<bos>", "le", "chat", "noir", "<pad>"]
+    fig = mask_widget(np.pad(_grammar_scores(), (0, 1)), tokens, tokens, causal=True, n_real=4)
+    np.testing.assert_allclose(fig.weights[4], [0.25, 0.25, 0.25, 0.25, 0.0])
+    np.testing.assert_allclose(fig.weights[:4, 4], 0.0)                 # no real query reads <pad>

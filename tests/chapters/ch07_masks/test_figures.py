@@ -41,6 +41,8 @@ def test_encoder_decoder_sketch_marks_both_attentions():
     texts = " ".join(t.get_text() for t in ax.texts)
     assert "causal self-attention" in texts and "cross-attention" in texts
     assert texts.count("padding mask") == 3                 # all three: a padded batch pads every side
+    for shape in ("S × d_model", "S × S", "T × T", "T × S", "K, V\n(S rows)", "Q (T rows)"):
+        assert shape in texts, shape                        # each attention's map shape, and where Q, K, V come from
     cross, enc = patches["dec_cross"].get_bbox(), patches["enc_out"].get_bbox()
     assert cross.y0 == enc.y0 and cross.x0 > enc.x1        # the encoder output feeds cross-attention sideways
     plt.close(fig)

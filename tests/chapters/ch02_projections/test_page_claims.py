@@ -90,7 +90,8 @@ def test_the_pages_gradient_descent_learns_the_hand_written_rule(page):
     action row moves far more than the other rows (the page: "move only through W_k, a little")."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     ns = dict(page, softmax=qv.softmax, index_of=page["tokens"].index, d_k=2, print=lambda *a, **k: None)
-    exec(compile(next(s for s in cells if "W_q_learn -=" in s), str(NOTEBOOK), "exec"), ns)
+    for marker in ("def gradients", "W_q_learn -="):
+        exec(compile(next(s for s in cells if marker in s), str(NOTEBOOK), "exec"), ns)
     assert len(ns["history"]) == 101                         # history[k]: after k updates, k = 0 .. 100
     np.testing.assert_allclose(ns["history"][-1], ns["reads"](ns["W_q_learn"], ns["W_k_learn"])[2])
     assert ns["history"][-1][ns["dog"]] > 0.99 and ns["history"][0][ns["dog"]] < 0.25
@@ -164,7 +165,7 @@ def test_the_learned_action_row_pushes_determiner_furthest_below_zero():
     furthest because two of the sentence's tokens carry it"."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     ns = {"np": np, "softmax": qv.softmax, "print": lambda *a, **k: None}
-    for marker in ("W_v = np.eye(4)", "d_k = K.shape[1]", "W_q_learn, W_k_learn ="):
+    for marker in ("W_v = np.eye(4)", "d_k = K.shape[1]", "def gradients", "W_q_learn -="):
         exec(compile(next(s for s in cells if marker in s), str(NOTEBOOK), "exec"), ns)
     M, features = ns["M_learned"], ns["features"]
     row = M[features.index("action")]
@@ -190,10 +191,11 @@ def test_each_update_is_built_from_the_other_matrix(page):
     W_q's first update scales by 3 (through g K), and so does W_k's with W_q. The start is made
     small enough that the weights, and so g, are the same in all three runs."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
-    src = next(s for s in cells if "W_q_learn -=" in s)
-    init = "W_q_learn, W_k_learn = 0.1 * rng.standard_normal((2, 4, 2))"
-    assert init in src and "for step in range(100):" in src
-    src = src.split("history.append(reads(")[0].replace("range(100)", "range(1)")
+    setup = next(s for s in cells if "def gradients" in s).split("loss = lambda")[0]
+    init = "W_k_learn = 0.1 * rng.standard_normal((4, 2))"
+    loop = next(s for s in cells if "W_q_learn -=" in s)
+    assert init in setup and "for step in range(100):" in loop
+    src = setup + loop.split("history.append(reads(W_q_learn, W_k_learn)[2])  # after")[0].replace("range(100)", "range(1)")
 
     def first_updates(scale_q, scale_k, small=1e-4):
         s = src.replace(init, f"{init}; W_q_learn *= {small * scale_q}; W_k_learn *= {small * scale_k}")
@@ -219,3 +221,28 @@ def test_a_whole_layers_count_is_article_1s():
     exec(compile(next(s for s in cells if "per_layer =" in s), str(NOTEBOOK), "exec"), ns)
     assert ns["n_heads"] * 3 * ns["d_model"] * ns["d_head"] == 3 * 768 ** 2 == 1_769_472
     assert ns["per_layer"] == 4 * 768 ** 2 == 2_359_296
+
+
+def test_the_pages_gradient_check_can_fail_and_the_bridge_to_chapter_4_holds():
+    """The page prints that its chain-rule lines match central differences at the random start.
+    A wrong line (dW_k without the 1/sqrt(d_k)) must not match; and w - y equals chapter 4's
+    w_j (g_j - w.g) with g = dl/dw = -y / w_dog."""
+    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    ns = {"np": np, "softmax": qv.softmax, "print": lambda *a, **k: None}
+    for marker in ("W_v = np.eye(4)", "d_k = K.shape[1]", "def gradients"):
+        exec(compile(next(s for s in cells if marker in s), str(NOTEBOOK), "exec"), ns)
+    assert np.allclose(ns["dW_q"], ns["fd_q"]) and np.allclose(ns["dW_k"], ns["fd_k"])
+    assert not np.allclose(ns["dW_k"] * np.sqrt(2), ns["fd_k"])   # the check can fail
+    w = ns["reads"](ns["W_q_learn"], ns["W_k_learn"])[2]
+    y = np.eye(5)[ns["dog"]]
+    g = -y / w[ns["dog"]]
+    np.testing.assert_allclose(w * (g - w @ g), w - y)
+
+
+def test_swapping_the_nouns_only_reorders_the_outputs(page):
+    """The page: without positions every token's output is the one it had before, rows reordered."""
+    Q, K, V, X = page["Q"], page["K"], page["V"], page["X"]
+    out, _ = qv.scaled_dot_product_attention(Q, K, V)
+    sw = [0, 4, 2, 3, 1]
+    out_sw, _ = qv.scaled_dot_product_attention(X[sw] @ page["W_q"], X[sw] @ page["W_k"], X[sw] @ page["W_v"])
+    np.testing.assert_allclose(out_sw, out[sw])

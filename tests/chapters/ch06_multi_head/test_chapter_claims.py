@@ -272,3 +272,48 @@ def test_over_four_colourings_one_head_always_misses_and_two_heads_are_exact():
         assert _best_miss(2, W_q).max() < 1e-6
     cat = np.zeros((6, 2)); cat[2, 0] = 5
     assert _best_miss(1, cat)[1] > 0.99
+
+
+def test_the_shared_colour_feature_is_what_stops_one_head():
+    """The page's second assumption matters: give the cat's colour and the mat's colour separate features
+    (value column 0 reads the first, column 1 the second) and one head of width 2, with the toy's W_q and
+    its 0.49 / 0.49 row, writes both colours exactly in all four colourings. With the one shared colour
+    feature (the page's toy) the same head misses by 0.71 in each."""
+    W_q = np.zeros((7, 2)); W_q[2] = 5                       # features: animal, place, verb, cat-colour,
+    W_k = np.zeros((7, 2)); W_k[0, 0] = W_k[1, 1] = 1        # mat-colour, who, where
+    rows, colourings = [], [(a, b) for a in (1, -1) for b in (1, -1)]
+    for separate in (True, False):
+        W_v = np.zeros((7, 2))
+        if separate:
+            W_v[3, 0] = W_v[4, 1] = 1
+        else:
+            W_v[3] = 1                                       # one shared colour feature, as on the page
+        outs = []
+        for c_cat, c_mat in colourings:
+            X = np.zeros((3, 7)); X[0, 0] = X[1, 2] = X[2, 1] = 1
+            if separate:
+                X[0, 3], X[2, 4] = c_cat, c_mat
+            else:
+                X[0, 3], X[2, 3] = c_cat, c_mat
+            s = (X @ W_q)[1] @ (X @ W_k).T / np.sqrt(2)
+            a = np.exp(s - s.max()); a /= a.sum()
+            assert a[0] == pytest.approx(0.49, abs=0.005) and a[2] == pytest.approx(0.49, abs=0.005)
+            outs.append(a @ (X @ W_v))
+        A = np.column_stack([np.array(outs), np.ones(4)])
+        y = np.array(colourings, dtype=float)
+        W_best = np.linalg.lstsq(A, y, rcond=None)[0]
+        rows.append((np.sqrt(((A @ W_best - y) ** 2).mean(0)), W_best))
+    (miss_sep, W_sep), (miss_shared, _) = rows
+    assert miss_sep.max() < 1e-9 and np.diag(W_sep[:2]) == pytest.approx([2.03] * 2, abs=0.01)
+    assert miss_shared == pytest.approx([0.5 ** 0.5] * 2, abs=0.01)
+
+
+def test_the_pages_eight_heads_draw_eight_different_maps():
+    """The grid under multi_head: the page's X and zero-bias layer give weights (8, 6, 6), rows that sum
+    to 1, and no two heads with the same map (each pair differs by more than 0.2 somewhere)."""
+    X = np.random.default_rng(0).normal(size=(6, CONFIG.d_model))
+    _, w = page_multi_head(X, init_multihead_params(CONFIG, seed=1), CONFIG.n_heads)
+    assert w.shape == (8, 6, 6)
+    np.testing.assert_allclose(w.sum(-1), 1)
+    gaps = [np.abs(w[i] - w[j]).max() for i in range(8) for j in range(i + 1, 8)]
+    assert min(gaps) > 0.2

@@ -23,17 +23,28 @@ COLLINEAR_SHIFT_PT = 8.0    # a key along a longer key's line is drawn this far 
 
 def _collinear_shifts(keys):
     """(n, 2) offsets in points: a key pointing the way of a longer key (within about 3 degrees) is drawn
-    COLLINEAR_SHIFT_PT to its clockwise side, so that its shaft does not hide under the longer one's."""
+    COLLINEAR_SHIFT_PT to its clockwise side, so that its shaft does not hide under the longer one's
+    (``plot_library`` writes a note in the panel naming the moved arrow)."""
+    keys = np.asarray(keys, dtype=float)
+    shifts = np.zeros_like(keys)
+    for j, i in enumerate(_collinear_partners(keys)):
+        if i >= 0:
+            shifts[j] = COLLINEAR_SHIFT_PT * np.array([keys[j, 1], -keys[j, 0]]) / np.hypot(*keys[j])
+    return shifts
+
+
+def _collinear_partners(keys) -> np.ndarray:
+    """(n,) ints: for each key, the longer key whose line it lies along (within about 3 degrees), else -1."""
     keys = np.asarray(keys, dtype=float)
     lengths = np.hypot(keys[:, 0], keys[:, 1])
-    shifts = np.zeros_like(keys)
+    partners = np.full(len(keys), -1)
     for j, (key, n) in enumerate(zip(keys, lengths)):
         if n == 0:
             continue
         longer = (lengths > n) & (keys @ key > 0.9986 * lengths * n)  # cos > 0.9986: under 3 degrees apart
         if longer.any():
-            shifts[j] = COLLINEAR_SHIFT_PT * np.array([key[1], -key[0]]) / n
-    return shifts
+            partners[j] = int(np.flatnonzero(longer)[0])
+    return partners
 
 
 def _renderer(fig):
@@ -147,6 +158,11 @@ def plot_library(library, query, ax=None, weights=None, relayout=True):
     artists += [arrows[-1], texts[0]]
     ax.axhline(0, color="0.85", lw=0.5, zorder=0)
     ax.axvline(0, color="0.85", lw=0.5, zorder=0)
+    moved = [f"book {j} lies along book {i}: drawn offset" for j, i in enumerate(_collinear_partners(library.keys[:, :2]))
+             if i >= 0]  # the figure says which arrow is not where its key is
+    if moved:
+        ax.text(0.5, 0.03, "\n".join(moved), transform=ax.transAxes, ha="center", va="bottom",
+                color=KEY_COLOR, fontsize=style.ANNOTATION_PT, fontstyle="italic", gid="collinear-note")
     return artists
 
 

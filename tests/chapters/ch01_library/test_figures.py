@@ -174,3 +174,14 @@ def test_a_key_along_a_longer_keys_line_is_drawn_beside_it():
     fig.canvas.draw()
     ends = [a.arrow_patch.get_path().vertices for a in artists[0:4:2]]  # display space: books 0 and 1
     assert abs(np.median(ends[0][:, 1]) - np.median(ends[1][:, 1])) >= 0.8 * COLLINEAR_SHIFT_PT * fig.dpi / 72
+
+
+def test_the_moved_arrow_is_named_in_the_figure():
+    """The offset of book 1's arrow is marked in the panel itself, and only when some key was moved."""
+    lib = demo_library()
+    artists = plot_library(lib, DEMO_QUERY)
+    notes = [t.get_text() for t in artists[0].axes.texts if t.get_gid() == "collinear-note"]
+    assert notes == ["book 1 lies along book 0: drawn offset"]
+    apart = type(lib)(lib.titles, lib.keys + np.array([[0, 0], [0, 1.0], [0, 0], [0, 0], [0, 0]]), lib.values)
+    artists = plot_library(apart, DEMO_QUERY)
+    assert not [t for t in artists[0].axes.texts if t.get_gid() == "collinear-note"]

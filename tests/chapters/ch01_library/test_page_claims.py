@@ -132,3 +132,21 @@ def test_a_middle_book_rises_then_falls_with_the_temperature():
     peak = int(chefs.argmax())
     assert 0 < peak < len(taus) - 1 and chefs[peak] > max(chefs[0], chefs[-1], 0.2)
     assert np.all(np.diff(chefs[:peak + 1]) >= 0) and np.all(np.diff(chefs[peak:]) <= 0)
+
+
+def test_opposite_comes_from_the_signed_ai_history_axis():
+    """The page: the AI books point opposite to the historian only because AI (+) and history (-) share one
+    signed key axis. Give history its own axis (keys (AI, food, history)) and they are at right angles like
+    Kitchen Chemistry: same score, same weight, so 'unrelated beats opposite' disappears."""
+    lib = demo_library()
+    split = np.column_stack([np.maximum(lib.keys[:, 0], 0), lib.keys[:, 1], np.maximum(-lib.keys[:, 0], 0)])
+    historian = np.array([0.0, 0.0, 1.5])
+    kitchen = lib.titles.index("Kitchen Chemistry")
+    w = softmax_rows(split @ historian / np.sqrt(3))
+    np.testing.assert_allclose(w[[0, 1]], w[kitchen])
+    assert np.all(lib.keys[[0, 1]] @ np.array([-1.5, 0.0]) < 0)  # on the page's signed axis: opposite
+
+
+def softmax_rows(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()

@@ -289,7 +289,7 @@ def static_copy(nb):
     kept = dropped = 0
     for cell in nb.cells:
         if cell.cell_type == "markdown":  # links between chapters point at pages, not notebooks
-            cell.source = NOTEBOOK_LINK.sub(r"\1.html", cell.source)
+            cell.source = _html_links(cell.source)
             cell.source = REPO_LINK.sub(rf"]({SOURCE_DIR}/\1)", cell.source)
             headings = [line for line in cell.source.splitlines() if re.match(r"#{2,6} ", line)]
             section = plain_heading(headings[-1]) if headings else section
@@ -322,10 +322,15 @@ def nav_html(pages: list[dict], i: int, where: str = "top") -> str:
             f"href='index.html'>Contents</a>{next_link}</nav>")
 
 
+def _html_links(text: str) -> str:
+    """``text`` with every link to a chapter notebook pointed at its page of the site."""
+    return NOTEBOOK_LINK.sub(r"\1.html", text)
+
+
 def index_html(pages: list[dict]) -> str:
     items = "\n".join(
         f"<li><a href='{p['file']}'>{html.escape(p['title'])}</a><br>"
-        f"<span class='qkv-line'>{markdown_inline(p['line'])}</span></li>" for p in pages)
+        f"<span class='qkv-line'>{markdown_inline(_html_links(p['line']))}</span></li>" for p in pages)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

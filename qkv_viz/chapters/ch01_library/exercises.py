@@ -20,8 +20,8 @@ import numpy as np
 
 from qkv_viz.chapters.ch01_library.library import demo_library
 from qkv_viz.chapters.ch01_library.library import DEMO_QUERY
-from qkv_viz.chapters.feedback import (NOT_IMPLEMENTED, RETURNS_NONE, TIME_LIMIT, Feedback, TimeLimitExceeded,
-                                      check_function, no_answer, time_limit)
+from qkv_viz.chapters.feedback import (NOT_IMPLEMENTED, RETURNS_NONE, TIME_LIMIT, AnswerError, Feedback,
+                                      TimeLimitExceeded, as_array, check_function, no_answer, time_limit)
 from qkv_viz.core.softmax import softmax
 
 
@@ -93,8 +93,8 @@ def check_temperature_for(fn, seed=None) -> Feedback:
             return Feedback(False, RETURNS_NONE if i == 0 else f"On {where}, temperature_for returned None.",
                             pending=i == 0)
         try:
-            tau = float(np.asarray(got, dtype=float).reshape(()))
-        except (TypeError, ValueError):
+            tau = float(as_array(got)[0].reshape(()))
+        except (AnswerError, TypeError, ValueError):
             return Feedback(False, f"On {where}, temperature_for returned {got!r}: return one number, the temperature.")
         if not np.isfinite(tau) or tau <= 0:
             return Feedback(False, f"On {where}, temperature_for returned tau = {tau!r}: a temperature is a finite "

@@ -262,8 +262,9 @@ def _grammar_scores():
 
 
 def test_the_causal_mask_moves_only_le_whose_partner_is_in_its_future():
-    """After the grammar head's picture: le splits its weight between <bos> and itself; chat and
-    noir find their partners (le, chat), which come earlier, as without the mask."""
+    """After the combined-masks picture (sentence 1, the grammar head under the causal mask): le splits
+    its weight between <bos> and itself; chat and noir find their partners (le, chat), which come
+    earlier, so the mask changes little for them."""
     scores = _grammar_scores()
     before, after = masked_softmax(scores, np.ones((4, 4), bool)), masked_softmax(scores, causal_mask(4))
     np.testing.assert_allclose(after[1, :2], [0.5, 0.5])

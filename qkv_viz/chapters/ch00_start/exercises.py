@@ -114,6 +114,9 @@ def _slips(X_q, X_kv, W_q, W_k, W_v):
     w0 = _softmax(right, axis=0)
     yield ((w0 @ V, w0), "your softmax runs down the columns (axis 0): each query's row of weights must sum "
                          "to 1, over the S keys it reads (axis -1).")
+    whole = np.exp(right - right.max()) / np.exp(right - right.max()).sum()
+    yield ((whole @ V, whole), "your softmax divides by the sum over the whole table: each query's row of "
+                               "weights must sum to 1 on its own (sum along axis -1, keepdims=True).")
     yield ((w @ X_kv, w), "your output mixes the rows of X_kv: it mixes the values, V = X_kv @ W_v.")
     e = np.exp(right)
     yield ((e @ V, e), "your weights do not sum to 1 along each row: softmax divides by the sum of the "

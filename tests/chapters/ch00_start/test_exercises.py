@@ -112,6 +112,13 @@ def _axis0(X_q, X_kv, W_q, W_k, W_v):
     return w @ V, w
 
 
+def _whole_table(X_q, X_kv, W_q, W_k, W_v):
+    Q, K, V = X_q @ W_q, X_kv @ W_k, X_kv @ W_v
+    e = np.exp(Q @ K.T / np.sqrt(K.shape[1]))
+    w = e / e.sum()                           # one sum over all T x S scores, not one per row
+    return w @ V, w
+
+
 def _no_wv(X_q, X_kv, W_q, W_k, W_v):
     _, w = sol.attend_other(X_q, X_kv, W_q, W_k, W_v)
     return w @ X_kv, w
@@ -141,6 +148,7 @@ def _bad_output(X_q, X_kv, W_q, W_k, W_v):
     (_scaled_by(lambda Q, V, X: V.shape[1]), "sqrt(d_v)"),
     (_scaled_by(lambda Q, V, X: X.shape[1]), "sqrt(d_model)"),
     (_axis0, "down the columns"),
+    (_whole_table, "sum over the whole table"),
     (_no_wv, "mixes the rows of X_kv"),
     (_unnormalised, "do not sum to 1"),
     (_transposed, "one row per query"),

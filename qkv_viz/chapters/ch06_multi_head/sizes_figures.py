@@ -27,13 +27,18 @@ def _block(ax, x, y_top, width, height, color, alpha=1.0):
                                       edgecolor="white", lw=0.8, alpha=alpha))
 
 
-def plot_projection_shapes(config: AttentionConfig, T: int, ax=None, head: int | None = None):
-    """``X (T, d_model) @ W_q (d_model, H d_k) = Q (T, H d_k) -> (H, T, d_k)``, drawn to scale.
+def plot_projection_shapes(config: AttentionConfig, T: int, ax=None, head: int | None = None,
+                           min_rows_drawn: int = 0):
+    """``X (T, d_model) @ W_q (d_model, H d_k) = Q (T, H d_k) -> (H, T, d_k)``, drawn to scale
+    (but see ``min_rows_drawn``).
 
     W_q's and Q's columns are cut into ``n_heads`` blocks of ``d_k``, one colour
     per head (:func:`head_colors`); the last panel is the same blocks after
     reshape and transpose: H cards of shape (T, d_k), head 0 in front. With
     ``head`` given, the other heads are faded so one head's slice stands out.
+    The token axis is drawn ``max(T, min_rows_drawn)`` units tall, so a short
+    sentence stays visible next to the (d_model x d_model) W_q; the labels
+    always say the true T.
 
     Returns the rectangles: X, then W_q's H blocks, Q's H blocks, the H cards.
     """
@@ -45,6 +50,7 @@ def plot_projection_shapes(config: AttentionConfig, T: int, ax=None, head: int |
         raise ValueError(f"T must be a positive number of tokens, got {T}")
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(1.0, 0.3))
+    labelled_T, T = T, max(T, int(min_rows_drawn))   # T from here on: the drawn height
     colors = head_colors(c.n_heads)
     alpha = [1.0 if head is None or h == head else 0.25 for h in range(c.n_heads)]
     gap, artists = 0.22 * c.d_model, []
@@ -56,17 +62,17 @@ def plot_projection_shapes(config: AttentionConfig, T: int, ax=None, head: int |
     # X @ W_q = Q
     x = 0.0
     artists.append(_block(ax, x, 0, c.d_model, T, INPUT_COLOR))
-    label(x + c.d_model / 2, f"X ({T} x {c.d_model})")
+    label(x + c.d_model / 2, f"X ({labelled_T} x {c.d_model})")
     x += c.d_model
     ax.text(x + gap / 2, -T / 2, "@", ha="center", va="center", fontsize=style.TITLE_PT)
     x += gap
-    for name, rows in (("W_q", c.d_model), ("Q", T)):
+    for name, rows, shown in (("W_q", c.d_model, c.d_model), ("Q", T, labelled_T)):
         for h in range(c.n_heads):
             artists.append(_block(ax, x + h * c.d_k, 0, c.d_k, rows, colors[h], alpha[h]))
             if name == "W_q":
                 ax.text(x + (h + 0.5) * c.d_k, -0.5 * c.d_k, str(h), ha="center", va="center",
                         fontsize=style.ANNOTATION_PT, color="black" if alpha[h] == 1 else "0.5")
-        label(x + c.d_head_total / 2, f"{name} ({rows} x {c.d_head_total})")
+        label(x + c.d_head_total / 2, f"{name} ({shown} x {c.d_head_total})")
         x += c.d_head_total
         if name == "W_q":
             ax.text(x + gap / 2, -T / 2, "=", ha="center", va="center", fontsize=style.TITLE_PT)
@@ -81,7 +87,7 @@ def plot_projection_shapes(config: AttentionConfig, T: int, ax=None, head: int |
         cards.append(_block(ax, x + h * step, h * step * 0.6, c.d_k, T, colors[h], alpha[h]))
     artists.extend(reversed(cards))  # in head order
     width = (c.n_heads - 1) * step + c.d_k
-    ax.text(x + width, (c.n_heads - 1) * step * 0.6 + label_y, f"(H, T, d_k) = ({c.n_heads}, {T}, {c.d_k})",
+    ax.text(x + width, (c.n_heads - 1) * step * 0.6 + label_y, f"(H, T, d_k) = ({c.n_heads}, {labelled_T}, {c.d_k})",
             ha="right", va="bottom", fontsize=style.FONT_PT)
     ax.text(x - gap / 2, -T - 0.04 * c.d_model, "reshape +\ntranspose", ha="center", va="top",  # below the cards
             fontsize=style.ANNOTATION_PT)

@@ -308,12 +308,40 @@ def test_the_shared_colour_feature_is_what_stops_one_head():
     assert miss_shared == pytest.approx([0.5 ** 0.5] * 2, abs=0.01)
 
 
-def test_the_pages_eight_heads_draw_eight_different_maps():
-    """The grid under multi_head: the page's X and zero-bias layer give weights (8, 6, 6), rows that sum
-    to 1, and no two heads with the same map (each pair differs by more than 0.2 somewhere)."""
+def test_the_pages_multi_head_on_minilm_layer_0_is_the_models_own_and_head_2_reads_the_previous_token():
+    """The main path runs the page's multi_head with all-MiniLM-L6-v2's layer-0 weights: its 12 maps are
+    the model's own, head 2 is a previous-token head (the only one of 12 above 0.5 on that pattern) and
+    several heads put much weight on [CLS], as the text under the grid says."""
+    from qkv_viz.bridges.real_forward import run
+    from qkv_viz.bridges.real_model import load_model
+    model = load_model()
+    trace = run(model, "The black cat sat on the mat.")
+    _, w = page_multi_head(trace.hidden_states[0], model.layers[0].attn, 12)
+    assert w.shape == (12, 10, 10)
+    np.testing.assert_allclose(w, trace.weights[0], atol=1e-12)
+    i = np.arange(1, w.shape[-1])
+    previous = w[:, i, i - 1].mean(-1)                    # (12,)
+    assert previous[2] > 0.95 and np.sum(previous > 0.5) == 1
+    assert np.sum(w[:, :, 0].mean(-1) > 0.3) >= 3         # "several put much of it on [CLS]"
+
+
+def test_the_pages_multi_head_equals_torch_within_1e_5_with_random_biases():
+    """The regression check behind the page's printed comparison (c27): torch's packed in_proj_weight,
+    cut in three and transposed, gives our layout; outputs and per-head weights agree to 1e-5."""
     X = np.random.default_rng(0).normal(size=(6, CONFIG.d_model))
-    _, w = page_multi_head(X, init_multihead_params(CONFIG, seed=1), CONFIG.n_heads)
-    assert w.shape == (8, 6, 6)
-    np.testing.assert_allclose(w.sum(-1), 1)
-    gaps = [np.abs(w[i] - w[j]).max() for i in range(8) for j in range(i + 1, 8)]
-    assert min(gaps) > 0.2
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(embed_dim=512, num_heads=8, batch_first=True)
+    with torch.no_grad():
+        torch.nn.init.normal_(mha.in_proj_bias, std=0.1)
+        torch.nn.init.normal_(mha.out_proj.bias, std=0.1)
+        x = torch.tensor(X, dtype=torch.float32)[None]
+        out_t, w_t = mha(x, x, x, need_weights=True, average_attn_weights=False)
+        W_in, b_in = mha.in_proj_weight.double().numpy(), mha.in_proj_bias.double().numpy()
+        W_out, b_out = mha.out_proj.weight.double().numpy(), mha.out_proj.bias.double().numpy()
+    W_q, W_k, W_v = (W.T for W in np.split(W_in, 3))
+    p = qv.MultiHeadParams(W_q, W_k, W_v, W_out.T, *np.split(b_in, 3), b_out)
+    ours, ours_w = page_multi_head(X, p, 8)
+    assert np.abs(ours - out_t[0].numpy()).max() < 1e-5
+    assert np.abs(ours_w - w_t[0].numpy()).max() < 1e-5
+    swapped = qv.MultiHeadParams(W_k, W_q, W_v, W_out.T, *np.split(b_in, 3), b_out)   # a wrong cut shows
+    assert np.abs(page_multi_head(X, swapped, 8)[1] - w_t[0].numpy()).max() > 1e-3

@@ -123,3 +123,14 @@ def test_inputs_to_heads_writes_every_weight_and_frames_each_head():
         plot_inputs_to_heads(X, Q, K, V, weights[0], ["a", "b", "c"])
     with pytest.raises(ValueError, match="tokens"):
         plot_inputs_to_heads(X, Q, K, V, weights, ["a", "b"])
+
+
+def test_projection_shapes_min_rows_drawn_keeps_the_true_T_in_the_labels():
+    """The page draws T = 6 tokens taller than to scale: blocks get the drawn height, labels say 6."""
+    config = AttentionConfig(512, 8)
+    rects = plot_projection_shapes(config, 6, min_rows_drawn=64)
+    H = config.n_heads
+    assert rects[0].get_height() == 64 and {r.get_height() for r in rects[1 + H:]} == {64}
+    texts = {t.get_text() for t in rects[0].axes.texts}
+    assert {"X (6 x 512)", "Q (6 x 512)", "(H, T, d_k) = (8, 6, 64)"} <= texts
+    assert plot_projection_shapes(config, 96, min_rows_drawn=64)[0].get_height() == 96

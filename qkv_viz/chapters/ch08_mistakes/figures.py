@@ -8,7 +8,7 @@ from qkv_viz.chapters.ch08_mistakes.mistakes import split_per_head, split_per_he
 from qkv_viz.core.validate import positive_int
 from qkv_viz.viz import style
 
-ROLE_NAMES = ("Q", "K", "V")
+ROLE_NAMES = ("q", "k", "v")
 
 
 def split_origin(n_heads: int, d_head: int, wrong: bool) -> np.ndarray:
@@ -26,7 +26,7 @@ def split_origin(n_heads: int, d_head: int, wrong: bool) -> np.ndarray:
 
 def plot_split(n_heads: int = 2, d_head: int = 2, wrong: bool = False, ax=None, title: str | None = None):
     """Draw the (3, H d_head) split as cells coloured by the matrix each column really came from,
-    labelled with that matrix and head ("K1" = a column of head 1's key). A right split gives
+    labelled with that matrix and head ("k1" = a column of head 1's key). A right split gives
     three single-coloured rows, each head in its place. Returns the image and the text artists.
     """
     import matplotlib.pyplot as plt

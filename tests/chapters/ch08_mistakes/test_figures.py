@@ -21,10 +21,10 @@ def test_plot_split_colours_and_labels():
     im, texts = plot_split(2, 2, wrong=True)
     roles = np.asarray(im.get_array())
     np.testing.assert_array_equal(roles[0], [0, 0, 1, 1])          # the block "q" holds head 0's q and k
-    assert [t.get_text() for t in texts[:4]] == ["Q0", "Q0", "K0", "K0"]
+    assert [t.get_text() for t in texts[:4]] == ["q0", "q0", "k0", "k0"]
     im, texts = plot_split(2, 2, wrong=False)
     assert np.all(np.asarray(im.get_array()) == np.arange(3)[:, None])
-    assert [t.get_text() for t in texts[:4]] == ["Q0", "Q0", "Q1", "Q1"]
+    assert [t.get_text() for t in texts[:4]] == ["q0", "q0", "q1", "q1"]
     assert [t.get_text() for t in im.axes.get_xticklabels()] == ["head 0", "head 1"]
     im, _ = plot_split(2, 2, wrong=True)                           # the wrong split's columns are no heads
     assert [t.get_text() for t in im.axes.get_xticklabels()] == ["read as head 0", "read as head 1"]

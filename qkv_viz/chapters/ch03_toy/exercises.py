@@ -91,14 +91,15 @@ def check_row_by_hand(weights) -> Feedback:
 
 
 # ---------------------------------------------------------------- a key long enough to win
-def winning_scale_cases(seed=None, n_cases: int = 6) -> list:
+def winning_scale_cases(seed=None, n_cases: int = 7) -> list:
     """``(q (d_k,), K (S, d_k), j)``: the page's q0 with key 0 first (it ties k1 at 2.5 times its length), then
     random keys in d_k = 2..4 where key j does not win yet, its dot product with q is positive and the best other
-    key is not the first other one, then two keys no length can save: one at right angles to q (integer vectors,
-    so its dot product is exactly 0) and one pointing away from it."""
+    key is not the first other one, then keys that all point away from q (key j ties at half its length), then two
+    keys no length can save: one at right angles to q (integer vectors, so its dot product is exactly 0) and one
+    pointing away from it while another key does not."""
     rng = np.random.default_rng(seed)
     cases = [(TOY_Q[0].copy(), TOY_K.copy(), 0)]
-    while len(cases) < n_cases - 2:
+    while len(cases) < n_cases - 3:
         d_k, S = int(rng.integers(2, 5)), int(rng.integers(3, 6))
         q, K = rng.normal(size=d_k), rng.normal(size=(S, d_k)) * 1.5
         j = int(rng.integers(S))
@@ -110,6 +111,7 @@ def winning_scale_cases(seed=None, n_cases: int = 6) -> list:
                / np.linalg.norm(K[j])) < 0.1:
             continue  # the ratio of lengths must be a clearly wrong guess
         cases.append((q, K, j))
+    cases.append((np.array([1.0, 0.0]), np.array([[-2.0, 0.0], [-1.0, 0.0]]), 0))
     cases.append((np.array([1.0, 0.0, 2.0]), np.array([[0.0, 3.0, 0.0], [1.0, 1.0, 1.0], [2.0, 0.0, 0.0]]), 0))
     cases.append((np.array([2.0, -1.0]), np.array([[1.0, 1.0], [-1.0, 1.0], [0.5, 2.0]]), 1))
     return cases
@@ -118,7 +120,7 @@ def winning_scale_cases(seed=None, n_cases: int = 6) -> list:
 def _winning_scale(q, K, j):
     dots = K @ q                                                 # (S,): q . k_i, one per key
     best = np.delete(dots, j).max()                              # the best of the other keys
-    return float(best / dots[j]) if dots[j] > 0 else np.inf
+    return float(best / dots[j]) if dots[j] > 0 or (dots[j] < 0 and best < 0) else np.inf
 
 
 def _diagnose_scale(got, want, case) -> str | None:
@@ -129,8 +131,9 @@ def _diagnose_scale(got, want, case) -> str | None:
     others = np.delete(dots, j)
     best = others.max()
     if not np.isfinite(want):
-        rule = ("A key whose dot product with q is zero or negative (at right angles to q, or pointing away) wins "
-                "at no positive length: return np.inf.")
+        rule = (f"A key whose dot product with q is zero or negative (at right angles to q, or pointing away) ties "
+                f"at no positive length while the best other key's dot product ({best:.3g} here) is 0 or more: "
+                "return np.inf.")
         if np.isfinite(c) and c <= 0:
             return (f"here q . k_{j} = {dots[j]:.3g}, and your c = {c:.4g} is not positive: a negative factor turns "
                     f"key {j} round to point the other way, which is not lengthening it. {rule}")
@@ -139,6 +142,10 @@ def _diagnose_scale(got, want, case) -> str | None:
                     f"{c * dots[j] / np.sqrt(d_k):.3g}, below the best other key's {best / np.sqrt(d_k):.3g}. {rule}")
         return None
     if not np.isfinite(c):
+        if dots[j] < 0:
+            return (f"here q . k_{j} = {dots[j]:.3g}, but every other key points away from q too (the best other "
+                    f"dot product is {best:.3g}): shortening key {j} raises its dot product towards 0, so a factor "
+                    "below 1 ties. Return that finite factor, not inf.")
         return (f"here q . k_{j} = {dots[j]:.3g} is positive, so some length is enough: return that finite factor, "
                 "not inf.")
 
@@ -171,11 +178,12 @@ def _diagnose_scale(got, want, case) -> str | None:
     lengthened = K.copy()
     lengthened[j] *= c
     w_c = softmax(lengthened @ q / np.sqrt(d_k))                 # (S,): the weights with key j lengthened by c
-    if c < want:
+    if w_c[j] < np.delete(w_c, j).max():
         return (f"with key {j} {c:.4g} times as long its weight is {w_c[j]:.3f}, still below the best other key's "
                 f"{np.delete(w_c, j).max():.3f}: not yet a tie.")
     return (f"with key {j} {c:.4g} times as long it already takes {w_c[j]:.3f}, more than every other key "
-            f"({np.delete(w_c, j).max():.3f} at most): the tie comes at a smaller factor.")
+            f"({np.delete(w_c, j).max():.3f} at most): the tie comes at a {'smaller' if c > want else 'larger'} "
+            "factor.")
 
 
 def check_winning_scale(fn, seed=None) -> Feedback:
@@ -186,7 +194,8 @@ def check_winning_scale(fn, seed=None) -> Feedback:
                           diagnose=_diagnose_scale,
                           praise=f"Your winning_scale finds the tie on every case. On the page, k0 = (0, 1) points "
                                  f"more nearly along q0 than k1 does, yet must be {page_c:g} times as long to "
-                                 "tie it; a key at right angles to q, or pointing away, never wins.")
+                                 "tie it. A key at right angles to q, or pointing away, ties at no length while another key scores "
+                                 "0 or more; when every key points away, a shorter one (c < 1) ties.")
 
 
 def triangle_cases(seed=None, n_cases: int = 5) -> list:

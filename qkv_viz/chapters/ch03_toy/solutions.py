@@ -23,15 +23,19 @@ def row_by_hand(q, K):
 WEIGHTS_Q = row_by_hand(np.array([1.0, -1.0]), TOY_K)   # the answer to check_row_by_hand
 
 
-# Exercise 2: lengthening k_j by c multiplies q . k_j by c (and its score by the same c: the 1/sqrt(d_k) cancels in
-# the tie), so c q . k_j = max over the other keys of q . k_i. That needs q . k_j > 0: a key at right angles to q, or
-# pointing away, wins at no length. On the page (q0, key 0): dots [2, 5, 1], c = 5 / 2 = 2.5.
+# Exercise 2: scaling k_j by c multiplies q . k_j by c (and its score by the same c: the 1/sqrt(d_k) cancels in
+# the tie), so c q . k_j = best, the largest of the other keys' q . k_i, and c = best / q . k_j, which must be
+# positive. Key j loses, so q . k_j < best. If q . k_j > 0, then best > 0 and c > 1: a longer key ties. If q . k_j < 0
+# and every other key points away too (best < 0), then 0 < c < 1: a shorter key ties. Otherwise (q . k_j <= 0 and
+# best >= 0) no positive length ties. On the page (q0, key 0): dots [2, 5, 1], c = 5 / 2 = 2.5.
 def winning_scale(q, K, j):
-    """q (d_k,) a query, K (S, d_k) keys, j the index of a key that does not win -> the factor c (a float) at which
-    c k_j ties the best other key, or np.inf when no length is enough."""
+    """q (d_k,) a query, K (S, d_k) keys, j the index of a key that does not win -> the factor c > 0 (a float) at
+    which c k_j ties the best other key, or np.inf when no positive factor does."""
     dots = K @ q                                        # (S, d_k) @ (d_k,) -> (S,): q . k_i, one per key
     best = np.delete(dots, j).max()                     # the best of the other keys
-    return best / dots[j] if dots[j] > 0 else np.inf
+    if dots[j] > 0 or (dots[j] < 0 and best < 0):       # best / dots[j] is then positive
+        return best / dots[j]
+    return np.inf
 
 
 # Exercise 3: output = w0 v0 + w1 v1 + w2 v2 and w0 + w1 + w2 = 1: three linear equations.

@@ -77,6 +77,8 @@ SCALE_MISTAKES = {
     "not inf": lambda q, K, j: np.inf,
     "return np.inf": lambda q, K, j: _best_over(q, K, j) / (K[j] @ q) if K[j] @ q != 0 else 0.0,  # no inf case
     "has shape": lambda q, K, j: np.array([sol.winning_scale(q, K, j)]),
+    "every other key points away from q too": lambda q, K, j: (   # "pointing away never wins": wrong when all do
+        _best_over(q, K, j) / (K[j] @ q) if K[j] @ q > 0 else np.inf),
 }
 
 
@@ -95,12 +97,18 @@ def test_winning_scale_cases_lose_first_then_cannot_win(seed):
     q, K, j = cases[0]
     np.testing.assert_array_equal(q, ch03.TOY_Q[0]) and np.testing.assert_array_equal(K, ch03.TOY_K)
     assert j == 0 and sol.winning_scale(q, K, j) == 2.5
-    for q, K, j in cases[1:-2]:
+    for q, K, j in cases[1:-3]:
         c = sol.winning_scale(q, K, j)
         assert 1 < c < np.inf and int(np.argmax(K @ q)) != j
         longer = K.copy()
         longer[j] *= c * 1.01                                   # a little longer than the tie: key j wins
         assert int(np.argmax(softmax(longer @ q / np.sqrt(len(q))))) == j
+    q, K, j = cases[-3]                                         # every key points away from q
+    assert np.all(K @ q < 0) and int(np.argmax(K @ q)) != j and sol.winning_scale(q, K, j) == 0.5
+    for factor, winner in ((0.49, j), (0.51, 1 - j), (2.0, 1 - j)):   # only a key shorter than the tie wins
+        scaled = K.copy()
+        scaled[j] *= factor
+        assert int(np.argmax(scaled @ q)) == winner, factor
     for q, K, j in cases[-2:]:
         assert K[j] @ q <= 0 and sol.winning_scale(q, K, j) == np.inf
     assert K[j] @ q < 0 and cases[-2][1][cases[-2][2]] @ cases[-2][0] == 0   # one away from q, one at right angles
@@ -189,3 +197,14 @@ def test_row_by_hand_slips_are_told_apart():
     for i, a in enumerate(wrongs):
         for b in wrongs[i + 1:]:
             assert np.abs(np.asarray(a) - np.asarray(b)).max() > 2 * ch03.HAND_ATOL
+
+
+@pytest.mark.parametrize("factor, phrase", [(0.9, "comes at a larger factor"), (1.3, "not yet a tie")])
+def test_winning_scale_off_only_where_every_key_points_away(factor, phrase):
+    """Right on every case but the one where all keys point away from q: shorter than the tie already wins,
+    longer does not yet tie (the reverse of a key that points along q)."""
+    def answer(q, K, j):
+        c = sol.winning_scale(q, K, j)
+        return c * factor if np.all(K @ q < 0) else c
+    fb = ch03.check_winning_scale(answer, seed=0)
+    assert not fb.correct and phrase in fb.message, fb.message

@@ -238,3 +238,49 @@ def data_flow(T=None, d_model=None, d_k=None, d_v=None, ax=None):
     ax.set(xlim=(0, style.COLUMN_WIDTH), ylim=(0, 4.1), aspect="equal")
     ax.axis("off")
     return ax
+
+
+def query_among_keys(query, keys, ax=None):
+    """One query among the keys, in the plane of the two key coordinates *is a topic* (x) and
+    *is a noun* (y), with dashed lines of equal dot product.
+
+    query: (2,). keys: a dict ``{token: (2,)}``; tokens with the same key share one dot and one label.
+    A key's dot product with the query grows the further it lies along the query's arrow: each dashed
+    line, at right angles to the query, passes through one key; each key is labelled "tokens: q · k".
+    Returns ``(query_arrow, key_dots, level_lines)``.
+    """
+    query = np.asarray(query, dtype=float)
+    if query.shape != (2,) or not query.any():
+        raise ValueError(f"query must be a non-zero (2,), got {query}")
+    groups = {}
+    for token, k in keys.items():
+        k = np.asarray(k, dtype=float)
+        if k.shape != (2,):
+            raise ValueError(f"key of {token!r} must be (2,), got {k.shape}")
+        groups.setdefault(tuple(k.round(9)), []).append(token)
+    if ax is None:
+        _, ax = plt.subplots(figsize=style.figsize(0.62, 0.6), layout="constrained")
+    xlim, ylim = (-0.15, 2.25), (-0.15, 1.3)
+    along = query / (query @ query)                  # the point of the query's line where q . k = 1
+    across = np.array([-query[1], query[0]])          # the direction of a line of equal q . k
+    lines = []
+    for level in sorted({float(np.dot(k, query)) for k in groups}):
+        ends = level * along + np.outer((-5, 5), across)
+        lines.append(ax.plot(*ends.T, ls="--", lw=0.9, color="#999999", zorder=1)[0])
+    dots = []
+    for k, tokens in groups.items():
+        dots.append(ax.plot(*k, "o", color=style.KEY_COLOR, ms=7, zorder=3)[0])
+        crowded = any(o != k and o[1] == k[1] and 0 < o[0] - k[0] < 0.45 for o in groups)
+        ax.annotate(f"{', '.join(tokens)}: {np.dot(k, query):g}", k,  # left of a dot with a near right one
+                    xytext=(-6, -4) if crowded else (6, -4), textcoords="offset points",
+                    ha="right" if crowded else "left", va="top", color=style.KEY_COLOR,
+                    fontsize=style.FONT_PT)
+    arrow = ax.annotate("", query, (0, 0), arrowprops=dict(arrowstyle="-|>", color=style.QUERY_COLOR,
+                                                           lw=2.2, shrinkA=0, shrinkB=0, mutation_scale=13))
+    ax.annotate(f"query of bank ({query[0]:g}, {query[1]:g})", query, xytext=(-4, 6),
+                textcoords="offset points", ha="right", va="bottom", color=style.QUERY_COLOR,
+                fontsize=style.FONT_PT, fontweight="bold")
+    ax.set(xlim=xlim, ylim=ylim, aspect="equal", xlabel="is a topic", ylabel="is a noun")
+    ax.set_title("bank's query among the keys: each key's q · k (dashed: equal q · k)",
+                 fontsize=style.TITLE_PT)
+    return arrow, dots, lines

@@ -128,3 +128,27 @@ def test_scores_weights_grids_put_scores_centred_at_0_above_the_weights():
     assert sorted(b.get_ylabel() for b in bars) == ["scores", "weights"]
     with pytest.raises(ValueError, match="T = 4"):
         scores_weights_grids([("bad", TOKENS, s2, softmax(s2))])
+
+
+def test_query_among_keys_labels_each_key_with_its_dot_product_and_draws_equal_score_lines():
+    from qkv_viz.chapters.ch00_start.figures import query_among_keys
+    words = {"the": [0, 0, 0], "its": [0, 0, 0], "river": [1, 0, 1], "flooded": [1, 0, 0.],
+             "rates": [0, 1, 1], "raised": [0, 0.5, 0], "bank": [0.3, 0.3, 1]}
+    keys = {w: np.array(x) @ W_k for w, x in words.items()}
+    q = np.array(words["bank"]) @ W_q
+    arrow, dots, lines = query_among_keys(q, keys)
+    ax = arrow.axes
+    labels = {t.get_text() for t in ax.texts}
+    assert {"the, its: 0", "river, rates: 3", "bank: 2.2", "raised: 1", "flooded: 2"} <= labels
+    assert len(dots) == 5 and len(lines) == 5                  # one dot and one line per distinct key
+    levels = sorted({round(float(k @ q), 9) for k in keys.values()})
+    for line, level in zip(lines, levels):                     # every point of a dashed line scores the same
+        np.testing.assert_allclose(np.c_[line.get_xdata(), line.get_ydata()] @ q, level)
+    assert max(keys, key=lambda w: keys[w] @ q) in ("river", "rates")  # the page: (1, 1) is farthest out
+    np.testing.assert_array_equal(keys["river"], keys["rates"])
+
+
+def test_query_among_keys_refuses_a_zero_query():
+    from qkv_viz.chapters.ch00_start.figures import query_among_keys
+    with pytest.raises(ValueError, match="non-zero"):
+        query_among_keys(np.zeros(2), {"a": np.ones(2)})

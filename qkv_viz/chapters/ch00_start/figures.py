@@ -4,7 +4,10 @@
 ``scores_weights_grids(panels)`` draws each sentence's scores (top row, diverging about 0) above its
 weights (bottom row), one colour bar per row.
 ``bank_moves(moves, ax=None)`` draws one token's vector, in the plane of two features, moved by
-its weights times the values, head to tail, once per sentence. Never calls ``plt.show()``.
+its weights times the values, head to tail, once per sentence.
+``query_among_keys(query, keys, ax=None)`` draws one query among the keys in the keys' plane, with
+lines of equal dot product. ``data_flow(...)`` draws the formula as boxes with shapes. Never calls
+``plt.show()``.
 """
 from __future__ import annotations
 

@@ -269,11 +269,17 @@ def weights_vs_temperature(temperatures, weights, library, ax=None, marks=(1.0, 
     return lines
 
 
-def output_as_sum(contributions, library, value_axes, ax=None, label_min=0.07):
+VISIBLE_MIN = 0.01  # a bar segment thinner than this cannot be seen: no legend entry for its book
+
+
+def output_as_sum(contributions, library, value_axes, ax=None, label_min=0.035):
     """The output as the weighted sum of the values: one stacked bar per value entry (rows of
     the picture: ``value_axes``), one segment per book, ``contributions[j] = w_j * v_j``, in the
-    book's colour of ``weights_vs_temperature``; segments of at least ``label_min`` (wide enough for the text) carry their
-    number, each bar's total (the output's entry) is written at its end.
+    book's colour of ``weights_vs_temperature``. Segments of at least ``label_min`` (wide enough for
+    the text) carry their number; the thinner ones are listed, with their numbers, in a note under
+    the legend, and a book none of whose segments is visible (all under ``VISIBLE_MIN``) is named
+    there in full, not in the legend. Each bar's total (the output's entry) is written at its end; the axis runs from
+    0 to just past the largest total.
 
     contributions: (n_books, d_v). Returns the list of BarContainers, one per book.
     """
@@ -285,20 +291,33 @@ def output_as_sum(contributions, library, value_axes, ax=None, label_min=0.07):
         _, ax = plt.subplots(figsize=style.figsize(1.0, 0.3), layout="constrained")
     colors = plt.get_cmap("tab10")(np.arange(library.n_books))
     rows = np.arange(len(value_axes))
-    left, bars = np.zeros(len(value_axes)), []
+    left, bars, thin, handles = np.zeros(len(value_axes)), [], [], []
     for j, (title, color) in enumerate(zip(numbered_titles(library), colors)):
         piece = contributions[j]                                             # (d_v,): w_j * v_j
         bars.append(ax.barh(rows, piece, left=left, color=color, label=title, edgecolor="white", lw=0.8))
+        visible = piece.max() >= VISIBLE_MIN
+        if visible:
+            handles.append(bars[-1])
+        small = []
         for r in rows:
             if piece[r] >= label_min:
                 ax.text(left[r] + piece[r] / 2, r, f"{piece[r]:.2f}", ha="center", va="center",
                         color="white", fontsize=style.ANNOTATION_PT)
+            elif piece[r] > 0:
+                small.append(f"{value_axes[r]} {piece[r]:.3f}" if piece[r] >= 5e-4 else f"{value_axes[r]} < 0.001")
+        if small:  # a book with no visible segment is named in full: it has no legend entry
+            thin.append(f"{j}: " + ", ".join(small) if visible else f"{title}:\n   " + ", ".join(small))
         left = left + piece
     for r in rows:
         ax.text(left[r] + 0.01, r, f"= {left[r]:.3f}", ha="left", va="center", fontsize=style.FONT_PT)
-    ax.set(xlim=(0, 1), yticks=rows, xlabel="output entry = sum over books of weight × value")
+    ax.set(xlim=(0, min(1.0, np.ceil((left.max() + 0.08) * 10) / 10)), yticks=rows,
+           xlabel="output entry = sum over books of weight × value")
     ax.set_yticklabels(value_axes, fontsize=style.FONT_PT)
     ax.invert_yaxis()
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=style.FONT_PT)
+    legend = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+                       fontsize=style.FONT_PT)
+    if thin:
+        ax.annotate("too thin to label, book:\n" + "\n".join(thin), (1.02, 0.0), xycoords="axes fraction",
+                    ha="left", va="bottom", fontsize=style.FONT_PT, color="#444444")
     ax.set_title("the output: each book's value times its weight, stacked", fontsize=style.TITLE_PT)
     return bars

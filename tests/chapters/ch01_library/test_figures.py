@@ -185,3 +185,29 @@ def test_the_moved_arrow_is_named_in_the_figure():
     apart = type(lib)(lib.titles, lib.keys + np.array([[0, 0], [0, 1.0], [0, 0], [0, 0], [0, 0]]), lib.values)
     artists = plot_library(apart, DEMO_QUERY)
     assert not [t for t in artists[0].axes.texts if t.get_gid() == "collinear-note"]
+
+
+def test_output_as_sum_names_every_thin_piece_and_gives_no_legend_entry_to_an_invisible_book():
+    """Pieces too thin for their number are listed with it beside the bars; a book with no visible
+    piece (book 4, weight 0.002 on the page) is named there and left out of the legend."""
+    from qkv_viz.chapters.ch01_library.figures import VISIBLE_MIN, output_as_sum
+    lib = demo_library()
+    _, w = soft_lookup(DEMO_QUERY, lib, 1.0)
+    contributions = w[:, None] * lib.values                                     # (5, 3)
+    label_min = 0.035
+    bars = output_as_sum(contributions, lib, ("AI facts", "recipes", "history"), label_min=label_min)
+    ax = bars[0].patches[0].axes
+    texts = [t.get_text() for t in ax.texts]
+    note = next(t for t in texts if t.startswith("too thin to label"))
+    inside = [t for t in texts if not t.startswith(("=", "too thin"))]
+    assert sorted(inside) == sorted(f"{x:.2f}" for x in contributions.ravel() if x >= label_min)
+    for j, r in zip(*np.nonzero((contributions > 0) & (contributions < label_min))):
+        x = contributions[j, r]
+        assert (f"{x:.3f}" if x >= 5e-4 else "< 0.001") in note
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    invisible = [j for j in range(lib.n_books) if contributions[j].max() < VISIBLE_MIN]
+    assert invisible, "the page's library has a book too thin to see; the test needs one"
+    for j in range(lib.n_books):
+        named = any(lib.titles[j] in t for t in legend)
+        assert named == (j not in invisible)
+        assert (lib.titles[j] in note) == (j in invisible)

@@ -35,8 +35,10 @@ def assert_matches_core(fig) -> dict:
     s = got["settings"]
     want = expected(s["step"], s["head"], s["n_kv_heads"])
     assert got["words"] == want["words"], s
-    np.testing.assert_allclose(got["weights"], want["weights"], rtol=0, atol=1e-12, err_msg=str(s))
-    np.testing.assert_allclose(got["logits"], want["logits"], rtol=0, atol=1e-12, err_msg=str(s))
+    # 1e-6, not 1e-12: the saved page was drawn from a writer trained when the notebook was executed,
+    # `expected` retrains it here; 300 Adam steps on another machine or thread count differ by ~1e-10.
+    np.testing.assert_allclose(got["weights"], want["weights"], rtol=0, atol=1e-6, err_msg=str(s))
+    np.testing.assert_allclose(got["logits"], want["logits"], rtol=0, atol=1e-6, err_msg=str(s))
     assert got["cache_numbers"] == want["cache_numbers"], s
     return s
 

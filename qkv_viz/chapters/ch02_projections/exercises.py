@@ -1,5 +1,5 @@
-"""Chapter 2 exercises: design a head (a determiner finds its noun), who prefers itself, the page's
-gradients checked by finite differences.
+"""Chapter 2 exercises: design a head (a determiner finds its noun), who prefers itself, the gradients
+of a loss over several (reader, target) pairs, used to train exercise 1's head.
 
 Each ``check_*`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``): right or
 wrong with a hint that never gives the answer away; ``None`` means "no answer yet".
@@ -130,60 +130,98 @@ def check_self_preference(fn, seed=None) -> Feedback:
                                  "0.4 (only \"the\" and \"a\", which score everyone 0), random ones mostly less.")
 
 
-# ---------------------------------------------------------------- exercise 3: the page's gradients, checked
-class PageLoss:
-    """The page's loss -log w[chased, dog] as a function of one matrix (``"W_q"`` or ``"W_k"``), the other held
-    fixed. ``loss(W)`` -> a float; ``loss.grad(W)`` -> the page's two gradient lines, (d_model, d_k)."""
-
-    def __init__(self, which: str, other, X=PAGE_X, query_row: int = 2, target: int = 1):
-        if which not in ("W_q", "W_k"):
-            raise ValueError(f"which must be 'W_q' or 'W_k', got {which!r}")
-        self.which, self.other, self.X = which, np.asarray(other, dtype=float), np.asarray(X, dtype=float)
-        self.query_row, self.target = query_row, target
-
-    def _parts(self, W):
-        W = np.asarray(W, dtype=float)
-        W_q, W_k = (W, self.other) if self.which == "W_q" else (self.other, W)
-        x = self.X[self.query_row]                           # (d_model,)
-        q, K = x @ W_q, self.X @ W_k                         # (d_k,), (T, d_k)
-        d_k = W_q.shape[1]
-        w = _softmax(K @ q / np.sqrt(d_k))                   # (T,)
-        return x, q, K, w, d_k
-
-    def __call__(self, W) -> float:
-        w = self._parts(W)[3]
-        return float(-np.log(w[self.target]))
-
-    def grad(self, W) -> np.ndarray:
-        x, q, K, w, d_k = self._parts(W)
-        g = (w - np.eye(len(w))[self.target]) / np.sqrt(d_k)  # (T,): slope with respect to the scores
-        if self.which == "W_q":
-            return np.outer(x, g @ K)                          # (d_model,) outer (d_k,)
-        return self.X.T @ np.outer(g, q)                       # (d_model, T) @ (T, d_k)
+# ---------------------------------------------------------------- exercise 3: train the determiner too
+PAGE_PAIRS = ((2, 1), (3, 4))  # ("chased", "dog") and ("a", "ball"): (reader, token it should read)
 
 
-def gradient_cases(seed=None, n_cases: int = 4) -> list:
-    """``(loss, W)`` pairs at fresh random matrices (scale 0.5), for W_q and for W_k in turn."""
+def reference_pair_gradients(X, W_q, W_k, pairs):
+    """The slopes of l = sum over (i, t) in ``pairs`` of -log w[i, t], w = softmax((X W_q)(X W_k)^T / sqrt(d_k))
+    row by row. X (T, d_model), W_q/W_k (d_model, d_k), pairs (n, 2) of token indices -> (dW_q, dW_k)."""
+    X, W_q, W_k = (np.asarray(a, dtype=float) for a in (X, W_q, W_k))
+    Q, K = X @ W_q, X @ W_k                                  # (T, d_k) each
+    d_k = W_k.shape[1]
+    w = _softmax(Q @ K.T / np.sqrt(d_k))                     # (T, T)
+    dW_q, dW_k = np.zeros_like(W_q), np.zeros_like(W_k)
+    for i, t in np.asarray(pairs, dtype=int).reshape(-1, 2):
+        g = (w[i] - np.eye(len(X))[t]) / np.sqrt(d_k)        # (T,): slope in row i's dot products
+        dW_q += np.outer(X[i], g @ K)                        # x_i^T (sum_j g_j k_j)
+        dW_k += X.T @ np.outer(g, Q[i])                      # sum_j x_j^T g_j q_i
+    return dW_q, dW_k
+
+
+def page_start(d_k: int = 2):
+    """The page's random start: W_q, W_k = 0.1 * standard normal draws from default_rng(0), each (4, d_k)."""
+    rng = np.random.default_rng(0)
+    return 0.1 * rng.standard_normal((4, d_k)), 0.1 * rng.standard_normal((4, d_k))
+
+
+def pair_gradient_cases(seed=None, n_cases: int = 4) -> list:
+    """``(X, W_q, W_k, pairs)``: the page's sentence at the page's start with the page's one pair, then with
+    both pairs; then fresh random cases (one of them with a reader that appears in two pairs)."""
+    W_q, W_k = page_start()
+    cases = [(PAGE_X.copy(), W_q.copy(), W_k.copy(), np.array(PAGE_PAIRS[:1])),
+             (PAGE_X.copy(), W_q.copy(), W_k.copy(), np.array(PAGE_PAIRS))]
     rng = np.random.default_rng(seed)
-    cases = []
     for i in range(n_cases):
-        d_k = int(rng.integers(2, 4))
-        W, other = 0.5 * rng.standard_normal((2, 4, d_k))
-        cases.append((PageLoss("W_q" if i % 2 == 0 else "W_k", other), W))
+        T, d_model, d_k = int(rng.integers(4, 8)), int(rng.integers(3, 6)), int(rng.integers(2, 4))
+        X = rng.standard_normal((T, d_model))
+        W_q, W_k = 0.5 * rng.standard_normal((2, d_model, d_k))
+        readers = rng.choice(T, size=3, replace=False)
+        if i == 0:
+            readers[1] = readers[0]  # one token asked to read two others
+        pairs = np.stack([readers, rng.integers(0, T, size=3)], axis=1)
+        cases.append((X, W_q, W_k, pairs))
     return cases
 
 
-def _diagnose_gradient(got, want, case):
-    if np.allclose(got, -want, atol=1e-5):
-        return "your gradient has the wrong sign: (loss(W + eps) - loss(W - eps)) / (2 eps), not the other way."
-    if np.allclose(got, 2 * want, atol=1e-5):
-        return "your gradient is twice too large: a central difference divides by 2 * eps."
+def _diagnose_pair_gradients(got, want, case):
+    X, W_q, W_k, pairs = case
+    g_q, g_k = got
+    w_q, w_k = want
+    close = lambda a, b: np.allclose(a, b, rtol=1e-4, atol=1e-6)  # noqa: E731
+    if close(g_q, -w_q) and close(g_k, -w_k):
+        return "both slopes have the wrong sign: the slope of -log w[i, t] in row i's scores is w - y, not y - w."
+    d_k = np.shape(W_k)[1]
+    if close(g_q, np.sqrt(d_k) * w_q) and close(g_k, np.sqrt(d_k) * w_k):
+        return (f"both slopes are sqrt(d_k) = {np.sqrt(d_k):.3g} times too large: the scores are the dot "
+                "products divided by sqrt(d_k), so g = (w - y) / sqrt(d_k).")
+    pairs = np.asarray(pairs).reshape(-1, 2)
+    if len(pairs) > 1:
+        for one in (pairs[:1], pairs[-1:]):
+            o_q, o_k = reference_pair_gradients(X, W_q, W_k, one)
+            if close(g_q, o_q) and close(g_k, o_k):
+                return (f"these are the slopes of one pair's loss only, here of pair {tuple(int(v) for v in one[0])}, "
+                        f"but this case has {len(pairs)} pairs. The loss is a sum, so its slope is the sum of "
+                        "each pair's slopes: add each pair's contribution (+=), do not overwrite it.")
+    if close(g_q, w_q):
+        return "dW_q is right, dW_k is not: W_k makes every token's key, so dW_k = sum_j x_j^T (g_j q_i) = X^T (g^T q_i)."
+    if close(g_k, w_k):
+        return "dW_k is right, dW_q is not: q_i = x_i W_q, so dW_q = x_i^T (sum_j g_j k_j), an outer product."
     return None
 
 
-def check_numerical_gradient(fn, seed=None) -> Feedback:
-    """Exercise 3: ``fn(loss, W) -> (d_model, d_k)`` finite differences, compared with the page's gradient lines."""
-    return check_function(fn, lambda loss, W: loss.grad(W), gradient_cases(seed), name="numerical_gradient",
-                          diagnose=_diagnose_gradient, atol=1e-6,
-                          praise="Finite differences agree with the page's two gradient lines, for W_q "
-                                 "and for W_k: the chain rule on the page was right.")
+def check_pair_gradients(fn, seed=None) -> Feedback:
+    """Exercise 3: ``fn(X, W_q, W_k, pairs) -> (dW_q, dW_k)``, the slopes of sum -log w[i, t] over the pairs.
+    When it is right, trains the page's start with it on the page's two pairs and reports what it learned."""
+    fb = check_function(fn, reference_pair_gradients, pair_gradient_cases(seed), name="pair_gradients",
+                        diagnose=_diagnose_pair_gradients, atol=1e-6, returns=("dW_q", "dW_k"))
+    if not fb.correct:
+        return fb
+    W_q, W_k = page_start()
+    try:
+        for _ in range(TRAIN_STEPS):
+            dW_q, dW_k = (as_array(v)[0] for v in fn(PAGE_X.copy(), W_q.copy(), W_k.copy(), np.array(PAGE_PAIRS)))
+            W_q, W_k = W_q - TRAIN_LR * dW_q, W_k - TRAIN_LR * dW_k
+    except Exception as exc:  # noqa: BLE001 - the reader's code
+        return Feedback(False, f"pair_gradients passed every case but then raised {type(exc).__name__} "
+                               f"while training: {exc}")
+    w = page_weights(W_q, W_k)
+    t = PAGE_TOKENS.index
+    return Feedback(True, f"Your slopes match, for one pair and for several. Trained with them for {TRAIN_STEPS} "
+                          f"steps from the page's start (step size {TRAIN_LR}), \"chased\" reads \"dog\" "
+                          f"{w[t('chased'), t('dog')]:.2f} and \"a\" reads \"ball\" {w[t('a'), t('ball')]:.2f}: "
+                          f"exercise 1's head, learned instead of designed. \"the\" reads \"ball\" "
+                          f"{w[t('the'), t('ball')]:.2f} too, although no pair asked for it: it has the features of \"a\".")
+
+
+TRAIN_STEPS, TRAIN_LR = 100, 0.5  # the page's loop: 100 updates, step size 0.5

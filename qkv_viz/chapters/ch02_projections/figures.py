@@ -2,7 +2,7 @@
 
 - ``plot_token_to_qkv``: one token vector x becoming three vectors q, k, v,
   every entry written in its cell.
-- ``plot_qk_plane``: every token's key and query as arrows (keys solid, queries dashed) in the d_k = 2 plane.
+- ``plot_qk_panels``: every token's key (left) and query (right) as arrows in the d_k = 2 plane, one scale.
 - ``frame_row_max``: frame each row's largest score on a heatmap.
 - ``asymmetry``: how far W_q W_k^T is from symmetric (a number, for the tests and exercises).
 - ``plot_learning``: the training run: what the verb reads, step by step, and the row of W_q W_k^T it learned.
@@ -16,7 +16,6 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import FancyArrowPatch, Rectangle
-from matplotlib.transforms import ScaledTranslation
 
 from qkv_viz.core.validate import as_array
 from qkv_viz.viz import style
@@ -25,7 +24,6 @@ TOKEN_COLOR = "0.45"  # the plain token x: no role yet
 ROLE_COLORS = {"q": style.QUERY_COLOR, "k": style.KEY_COLOR, "v": style.VALUE_COLOR}
 ROLE_WORDS = {"q": "query: what I look for", "k": "key: what I offer as a label",
               "v": "value: what I pass on"}
-QUERY_SHIFT_PT = 5.0  # a query along a key's line is drawn this far to its right (points)
 
 
 def _vector_row(ax, values, x0: float, y0: float, color, decimals: int = 2):
@@ -155,20 +153,17 @@ def plot_learning(history, row_hand, row_learned, features, tokens, target: str,
     return {"target": line, "others": others, "rows": image}
 
 
-def plot_qk_plane(X, W_q, W_k, tokens, ax=None, axis_names=("key coordinate 1", "key coordinate 2")):
-    """Every token's key k_i = x_i W_k and query q_i = x_i W_q as arrows from 0 in one plane, for
-    d_k = 2, drawn as chapter 1 draws them: keys solid blue, queries dashed vermillion. A query and
-    a key meet in a dot product, so they share the plane.
+def plot_qk_panels(X, W_q, W_k, tokens, axes=None, axis_names=("key coordinate 1", "key coordinate 2")):
+    """Every token's key k_i = x_i W_k (left panel) and query q_i = x_i W_q (right panel) as arrows from 0,
+    for d_k = 2, drawn as chapter 1 draws them: keys solid blue, queries dashed vermillion. A query and a
+    key meet in a dot product, so both panels show the same plane, on the same scale and grid.
 
-    Tokens whose queries (or keys) land on the same point share one arrow and one label, e.g.
-    "q: dog, ball". Labels sit beside the tip, keys on the arrow's left, queries on its right, so
-    a key and a query on one point both show. All zero vectors share one grey ring at 0 and one
-    label, e.g. "zero: q of the, a; k of the, a, ball", set in the emptiest diagonal direction
-    from 0 with a thin line to the ring.
-    A query along a key's line (within about 3 degrees) is drawn QUERY_SHIFT_PT to its right, on
-    top, so that neither arrow hides the other.
-    Returns a dict: "queries" and "keys" (the arrows), "zero" (the ring, or None), "labels"
-    (the texts, the zero label last), "points" ({("q" or "k", token): (2,) array})."""
+    Tokens whose vectors land on the same point share one arrow and one label ("dog, ball"), set beside
+    the tip on the side facing the middle of the panel. The zero vectors of a panel share one grey ring at 0 and one label
+    ("zero: the, a"), set in the diagonal direction from 0 farthest from every arrow, with a thin line
+    to the ring. ``axes``: two axes, or None for a new figure.
+    Returns a dict: "keys" and "queries" (the arrows), "labels" ({"k": texts, "q": texts}, a panel's zero
+    label last), "points" ({("q" or "k", token): (2,) array}), "axes" (the two axes)."""
     X = as_array("X", X, ndim=2)
     W_q, W_k = as_array("W_q", W_q, ndim=2), as_array("W_k", W_k, ndim=2)
     if W_q.shape != (X.shape[1], 2) or W_k.shape != (X.shape[1], 2):
@@ -177,64 +172,59 @@ def plot_qk_plane(X, W_q, W_k, tokens, ax=None, axis_names=("key coordinate 1", 
     if len(tokens) != len(X):
         raise ValueError(f"one token name per row of X: {len(tokens)} names for {len(X)} rows")
     Q, K = X @ W_q, X @ W_k  # (T, d_model) @ (d_model, 2) -> (T, 2)
-    if ax is None:
-        _, ax = plt.subplots(figsize=style.figsize(0.6, 0.8))
-    points = {}
-    groups = {}  # (role, rounded point) -> token names
-    for role, vecs in (("k", K), ("q", Q)):  # keys first: the dashed queries are drawn on top
-        for t, v in zip(tokens, vecs):
-            points[(role, t)] = v
-            groups.setdefault((role, tuple(np.round(v, 9))), []).append(t)
-    drawn = {"q": [], "k": []}
-    labels = []
-    zeros = {}  # role -> the tokens whose vector is 0
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.46), sharex=True, sharey=True)
     span = np.abs(np.vstack([Q, K])).max() or 1.0
-    gap = 0.06 * span  # label distance from the tip, in data units
-    for (role, p), names in groups.items():
-        p = np.array(p)
-        color = ROLE_COLORS[role]
-        text = f"{role}: " + ", ".join(names)
-        if np.linalg.norm(p) == 0:
-            zeros[role] = names
-            continue
-        u = p / np.linalg.norm(p)
-        n = np.array([-u[1], u[0]]) * (1 if role == "k" else -1)  # keys left of the arrow, queries right
-        where = ax.transData
-        if role == "q" and any(k @ u > 0.9986 * np.linalg.norm(k) for k in K if np.linalg.norm(k) > 0):
-            where = where + ScaledTranslation(*(QUERY_SHIFT_PT * n / 72.0), ax.figure.dpi_scale_trans)
-        style_kw = (dict(arrowstyle="-|>", lw=3.0, mutation_scale=20, zorder=2) if role == "k" else  # a filled head
-                    dict(arrowstyle="->", lw=2.0, mutation_scale=16, linestyle=(0, (4, 2)), zorder=3))  # open head
-        drawn[role].append(ax.add_patch(FancyArrowPatch((0, 0), tuple(p), color=color, shrinkA=0, shrinkB=0,
-                                                         transform=where, **style_kw)))
-        ha = "right" if n[0] < -0.3 else "left" if n[0] > 0.3 else "center"
-        va = "bottom" if n[1] > 0.3 else "top" if n[1] < -0.3 else "center"
-        at = p + gap * n - 0.5 * gap * u  # beside the head, not on it
-        labels.append(ax.text(*at, text, color=color, ha=ha, va=va, fontsize=style.FONT_PT, transform=where))
     allp = np.vstack([Q, K, np.zeros((1, 2))])
-    lo, hi = allp.min(axis=0) - 0.3 * span, allp.max(axis=0) + 0.3 * span
-    lo[0] -= 0.25 * span  # room for a label left of a vertical arrow
-    ring = None
-    if zeros:  # one ring and one label for every zero vector, away from the arrows
-        ring = ax.scatter(0, 0, s=60, facecolor="white", edgecolor="0.3", lw=1.5, zorder=4)
-        text = "zero: " + "; ".join(f"{r} of " + ", ".join(zeros[r]) for r in ("q", "k") if r in zeros)
-        tips = [v for v in np.vstack([Q, K]) if np.linalg.norm(v) > 0]
-        best = None
-        for d in np.array([[1, 1], [-1, 1], [1, -1], [-1, -1]]) / np.sqrt(2):
-            at = 0.45 * span * d
-            if not (np.all(at > lo + 0.1 * span) and np.all(at < hi - 0.1 * span)):
-                continue  # too near the frame
-            clear = min((np.linalg.norm(at - max(0.0, min(1.0, at @ v / (v @ v))) * v) for v in tips),
-                        default=np.inf)  # distance from the nearest arrow
-            if best is None or clear > best[0] + 1e-9:
-                best = (clear, at, d)
-        at, d = (best[1], best[2]) if best else (np.array([gap, -gap]), np.array([1, -1]))
-        labels.append(ax.annotate(text.replace("; ", ";\n"), xy=(0, 0), xytext=tuple(at), color="0.2",
-                                  ha="left" if d[0] > 0 else "right", va="bottom" if d[1] > 0 else "top",
-                                  fontsize=style.FONT_PT,
-                                  arrowprops=dict(arrowstyle="-", color="0.5", lw=0.8, shrinkA=2, shrinkB=5)))
-    ax.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), aspect="equal",
-           xlabel=axis_names[0], ylabel=axis_names[1],
-           title="keys (solid blue) and queries (dashed orange)")
-    ax.axhline(0, color="0.8", lw=0.8, zorder=0)
-    ax.axvline(0, color="0.8", lw=0.8, zorder=0)
-    return {"queries": drawn["q"], "keys": drawn["k"], "zero": ring, "labels": labels, "points": points}
+    lo, hi = allp.min(axis=0) - 0.35 * span, allp.max(axis=0) + 0.35 * span
+    gap = 0.06 * span  # label distance from the tip, in data units
+    out = {"keys": [], "queries": [], "labels": {"k": [], "q": []}, "points": {}, "axes": list(axes)}
+    panels = (("k", K, axes[0], "keys: what each token offers"),
+              ("q", Q, axes[1], "queries: what each token looks for"))
+    for role, vecs, ax, title in panels:
+        color = ROLE_COLORS[role]
+        groups, zeros = {}, []
+        for t, v in zip(tokens, vecs):
+            out["points"][(role, t)] = v
+            if np.linalg.norm(v) == 0:
+                zeros.append(t)
+            else:
+                groups.setdefault(tuple(np.round(v, 9)), []).append(t)
+        kw = (dict(arrowstyle="-|>", lw=3.0, mutation_scale=20) if role == "k" else    # filled head
+              dict(arrowstyle="->", lw=2.0, mutation_scale=16, linestyle=(0, (4, 2))))  # open head
+        for p, names in groups.items():
+            p = np.array(p)
+            u = p / np.linalg.norm(p)
+            n = np.array([-u[1], u[0]])
+            if n @ ((lo + hi) / 2 - p) < 0:
+                n = -n  # the arrow's side facing the middle of the panel, where there is room
+            out["keys" if role == "k" else "queries"].append(
+                ax.add_patch(FancyArrowPatch((0, 0), tuple(p), color=color, shrinkA=0, shrinkB=0, **kw)))
+            ha = "right" if n[0] < -0.3 else "left" if n[0] > 0.3 else "center"
+            va = "bottom" if n[1] > 0.3 else "top" if n[1] < -0.3 else "center"
+            out["labels"][role].append(ax.text(*(p + gap * n - 0.5 * gap * u), ", ".join(names), color=color,
+                                               ha=ha, va=va, fontsize=style.FONT_PT))
+        if zeros:  # one ring and one label for the panel's zero vectors, away from its arrows
+            ax.scatter(0, 0, s=60, facecolor="white", edgecolor="0.3", lw=1.5, zorder=4)
+            tips = [np.array(p) for p in groups]
+            best = None
+            for d in np.array([[1, 1], [-1, 1], [1, -1], [-1, -1]]) / np.sqrt(2):
+                at = 0.45 * span * d
+                if not (np.all(at > lo + 0.1 * span) and np.all(at < hi - 0.1 * span)):
+                    continue  # too near the frame
+                clear = min((np.linalg.norm(at - max(0.0, min(1.0, at @ v / (v @ v))) * v) for v in tips),
+                            default=np.inf)  # distance from the nearest arrow
+                if best is None or clear > best[0] + 1e-9:
+                    best = (clear, at, d)
+            at, d = (best[1], best[2]) if best else (np.array([gap, -gap]), np.array([1, -1]))
+            out["labels"][role].append(ax.annotate(
+                "zero: " + ", ".join(zeros), xy=(0, 0), xytext=tuple(at), color="0.2",
+                ha="left" if d[0] > 0 else "right", va="bottom" if d[1] > 0 else "top", fontsize=style.FONT_PT,
+                arrowprops=dict(arrowstyle="-", color="0.5", lw=0.8, shrinkA=2, shrinkB=5)))
+        ax.set(xlim=(lo[0], hi[0]), ylim=(lo[1], hi[1]), aspect="equal", xlabel=axis_names[0], title=title)
+        ax.title.set_color(color)
+        ax.axhline(0, color="0.8", lw=0.8, zorder=0)
+        ax.axvline(0, color="0.8", lw=0.8, zorder=0)
+    axes[0].set_ylabel(axis_names[1])
+    axes[0].figure.tight_layout()
+    return out

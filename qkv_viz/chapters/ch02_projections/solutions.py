@@ -28,15 +28,19 @@ def self_preference(X, W_q, W_k):
     return float(np.mean(scores.diagonal() >= scores.max(axis=1)))
 
 
-# Exercise 3: nudge one entry at a time up and down by eps; the central difference is accurate to
-# about eps**2, so eps = 1e-5 agrees with the page's lines to about 1e-9.
-def numerical_gradient(loss, W, eps=1e-5):
-    """loss: a function of a matrix W (d_model, d_k) -> a float. Returns the (d_model, d_k) slopes."""
-    W = np.array(W, dtype=float)
-    grad = np.zeros_like(W)
-    for idx in np.ndindex(W.shape):
-        up, down = W.copy(), W.copy()
-        up[idx] += eps
-        down[idx] -= eps
-        grad[idx] = (loss(up) - loss(down)) / (2 * eps)
-    return grad
+# Exercise 3: the page's lines once per pair, summed (the loss is a sum). For pair (i, t) only row i's
+# weights enter: g = (w_i - y_t) / sqrt(d_k); q_i = x_i W_q is in every score of row i, so
+# dl/dq_i = sum_j g_j k_j = g K; k_j is in one score of that row, so dl/dk_j = g_j q_i.
+def pair_gradients(X, W_q, W_k, pairs):
+    """X (T, d_model), W_q/W_k (d_model, d_k), pairs (n, 2) of (reader, target) -> (dW_q, dW_k)."""
+    Q, K = X @ W_q, X @ W_k                                  # (T, d_k) each
+    d_k = K.shape[1]
+    scores = Q @ K.T / np.sqrt(d_k)                          # (T, T)
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    w = e / e.sum(axis=1, keepdims=True)                     # (T, T): each row sums to 1
+    dW_q, dW_k = np.zeros(W_q.shape), np.zeros(W_k.shape)
+    for i, t in pairs:
+        g = (w[i] - np.eye(len(X))[t]) / np.sqrt(d_k)        # (T,)
+        dW_q += np.outer(X[i], g @ K)                        # (d_model,) outer (d_k,)
+        dW_k += X.T @ np.outer(g, Q[i])                      # (d_model, T) @ (T, d_k)
+    return dW_q, dW_k

@@ -97,85 +97,47 @@ def test_plot_learning_names_the_target_and_the_others_once():
     assert len(arts["target"].figure.axes) == 3                          # two panels and one colour bar
 
 
-def test_qk_plane_puts_each_query_and_key_at_x_times_W_and_groups_shared_points():
-    from qkv_viz.chapters.ch02_projections.figures import plot_qk_plane
-    X = np.array([[1, 0, 0], [0, 1, 0], [0.5, 0.5, 0]])   # the third token mixes the first two rows of W
-    W_q = np.array([[0, 2], [2, 0], [0, 0.]])
-    W_k = np.array([[2, 0], [0, 0], [0, 2.]])
-    out = plot_qk_plane(X, W_q, W_k, ["a", "b", "mix"])
-    assert np.allclose(out["points"][("k", "mix")], 0.5 * W_k[0] + 0.5 * W_k[1])  # [1, 0]
-    assert np.allclose(out["points"][("q", "mix")], [1, 1])
-    texts = _texts(out["labels"])
-    assert "zero: k of b" in texts and "q: a" in texts and "k: a" in texts
-    assert len(out["queries"]) == 3 and len(out["keys"]) == 2   # "b"'s zero key: the ring, not an arrow
-    assert out["zero"] is not None
-    # drawn as chapter 1 draws them: keys solid with filled heads, queries dashed with open heads on top
-    key_arrow, query_arrow = out["keys"][0], out["queries"][0]
-    assert key_arrow.get_linestyle() == "solid" and query_arrow.get_linestyle() != "solid"
-    assert query_arrow.get_zorder() > key_arrow.get_zorder()
-    out = plot_qk_plane(np.eye(3)[[0, 0, 1]], W_q, W_k, ["x", "y", "z"])
-    assert "q: x, y" in _texts(out["labels"])        # two tokens on one point share one label
+PAGE_X = np.array([[0, 0, 0, 1], [1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0, 1, 0, 0.], [0.5, 0.5, 0, 0]])
+PAGE_W_Q = np.array([[0, 2], [0, 2], [2, 0], [0, 0.]])
+PAGE_W_K = np.array([[2, 0], [0, 0], [0, 2], [0, 0.]])
+PAGE_TOKENS = ["the", "dog", "chased", "a", "ball", "robot"]
 
 
-def test_qk_plane_merges_every_zero_vector_into_one_label_clear_of_the_arrows():
-    """The page's sentence: "the" and "a" have zero queries and keys, "ball" a zero key. One ring,
-    one label "zero: q of the, a; k of the, a, ball", set away from every arrow and inside the frame."""
-    from qkv_viz.chapters.ch02_projections.figures import plot_qk_plane
-    X = np.array([[0, 0, 0, 1], [1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0, 1, 0, 0.]])
-    W_q = np.array([[0, 2], [0, 2], [2, 0], [0, 0.]])
-    W_k = np.array([[2, 0], [0, 0], [0, 2], [0, 0.]])
-    out = plot_qk_plane(X, W_q, W_k, ["the", "dog", "chased", "a", "ball"])
-    texts = _texts(out["labels"])
-    assert "zero: q of the, a;\nk of the, a, ball" in texts       # two lines, one label
-    assert not any("(zero)" in t for t in texts)
-    zero = out["labels"][-1]
-    ax = zero.axes
-    at = np.array(zero.xyann)                                   # the label's anchor, in data units
-    assert (at > 0.5).all()                                     # the empty quadrant, not on an axis arrow
-    assert ax.get_xlim()[0] < at[0] < ax.get_xlim()[1] and ax.get_ylim()[0] < at[1] < ax.get_ylim()[1]
-    ax.figure.canvas.draw()
-    box = matplotlib.text.Text.get_window_extent(zero)           # the text alone, not its leader line
-    for arrow in out["keys"] + out["queries"]:                  # the text's box overlaps no arrow
-        assert not box.overlaps(arrow.get_window_extent())
+def test_qk_panels_put_keys_left_queries_right_at_x_times_W_and_group_shared_points():
+    from qkv_viz.chapters.ch02_projections.figures import plot_qk_panels
+    out = plot_qk_panels(PAGE_X, PAGE_W_Q, PAGE_W_K, PAGE_TOKENS)
+    assert np.allclose(out["points"][("k", "robot")], 0.5 * PAGE_W_K[0] + 0.5 * PAGE_W_K[1])  # [1, 0]
+    assert np.allclose(out["points"][("q", "chased")], [2, 0])
+    k_texts, q_texts = _texts(out["labels"]["k"]), _texts(out["labels"]["q"])
+    assert k_texts == ["dog", "chased", "robot", "zero: the, a, ball"]
+    assert q_texts == ["dog, ball, robot", "chased", "zero: the, a"]     # three tokens on one point: one label
+    assert len(out["keys"]) == 3 and len(out["queries"]) == 2             # zero vectors: the ring, not arrows
+    left, right = out["axes"]
+    assert all(a.axes is left for a in out["keys"]) and all(a.axes is right for a in out["queries"])
+    assert left.get_xlim() == right.get_xlim() and left.get_ylim() == right.get_ylim()  # one plane, one scale
+    # drawn as chapter 1 draws them: keys solid with filled heads, queries dashed with open heads
+    assert out["keys"][0].get_linestyle() == "solid" and out["queries"][0].get_linestyle() != "solid"
 
 
-def test_qk_plane_needs_d_k_two_and_one_name_per_row():
-    from qkv_viz.chapters.ch02_projections.figures import plot_qk_plane
+def test_qk_panels_labels_overlap_nothing_and_stay_inside_their_panel():
+    """Every label is legible: its text box overlaps no other label and no arrow of its panel, and
+    lies inside the panel (the review found 'q: dog, ball, robot' at the tip of 'k: chased')."""
+    from qkv_viz.chapters.ch02_projections.figures import plot_qk_panels
+    out = plot_qk_panels(PAGE_X, PAGE_W_Q, PAGE_W_K, PAGE_TOKENS)
+    fig = out["axes"][0].figure
+    fig.canvas.draw()
+    for role, arrows in (("k", out["keys"]), ("q", out["queries"])):
+        boxes = [matplotlib.text.Text.get_window_extent(t) for t in out["labels"][role]]
+        panel = out["labels"][role][0].axes.get_window_extent()
+        for i, box in enumerate(boxes):
+            assert panel.x0 <= box.x0 and box.x1 <= panel.x1 and panel.y0 <= box.y0 and box.y1 <= panel.y1
+            assert not any(box.overlaps(other) for other in boxes[i + 1:])
+            assert not any(box.overlaps(a.get_window_extent()) for a in arrows)
+
+
+def test_qk_panels_need_d_k_two_and_one_name_per_row():
+    from qkv_viz.chapters.ch02_projections.figures import plot_qk_panels
     with pytest.raises(ValueError, match="to draw a plane"):
-        plot_qk_plane(np.eye(3), np.ones((3, 3)), np.ones((3, 2)), ["a", "b", "c"])
+        plot_qk_panels(np.eye(3), np.ones((3, 3)), np.ones((3, 2)), ["a", "b", "c"])
     with pytest.raises(ValueError, match="one token name per row"):
-        plot_qk_plane(np.eye(3), np.ones((3, 2)), np.ones((3, 2)), ["a", "b"])
-
-
-def test_qk_plane_labels_a_key_and_a_query_on_one_point_apart():
-    """'chased''s query lies on 'dog''s key: both labels show, on opposite sides of the arrow."""
-    from qkv_viz.chapters.ch02_projections.figures import plot_qk_plane
-    W_q = np.array([[0, 2], [2, 0.]])
-    W_k = np.array([[2, 0], [0, 2.]])
-    out = plot_qk_plane(np.eye(2), W_q, W_k, ["dog", "chased"])
-    pos = {t.get_text(): t.get_position() for t in out["labels"]}
-    assert pos["q: chased"][1] < 0 < pos["k: dog"][1]           # the horizontal arrow: key above, query below
-    assert pos["q: dog"][0] > 0 > pos["k: chased"][0]           # the vertical arrow: key left, query right
-
-
-def test_qk_plane_draws_a_query_along_a_key_a_few_points_to_its_right_on_top():
-    """'q: chased' lies on 'k: dog': the dashed query is shifted QUERY_SHIFT_PT sideways, so both show."""
-    from qkv_viz.chapters.ch02_projections.figures import QUERY_SHIFT_PT, plot_qk_plane
-    W_q = np.array([[0, 2], [2, 0], [1, 1.]])
-    W_k = np.array([[2, 0], [0, 2], [0, 0.]])
-    out = plot_qk_plane(np.eye(3), W_q, W_k, ["dog", "chased", "odd"])   # "odd": a query on no key's line
-    ax = out["keys"][0].axes
-    pt = ax.figure.dpi / 72.0  # display pixels per point
-
-    def shift(arrow):  # where the arrow's origin lands, minus where (0, 0) does, in points
-        return (arrow.get_transform().transform((0, 0)) - ax.transData.transform((0, 0))) / pt
-
-    by_label = dict(zip([t.get_text() for t in out["labels"]], out["labels"]))
-    q_dog, q_chased, q_odd = out["queries"]                     # drawn in token order
-    assert np.allclose(shift(q_chased), [0, -QUERY_SHIFT_PT])    # along +x: its right is down
-    assert np.allclose(shift(q_dog), [QUERY_SHIFT_PT, 0])        # along +y: its right is +x
-    assert np.allclose(shift(q_odd), 0)                          # (1, 1) lies on no key: not moved
-    assert all(np.allclose(shift(k), 0) for k in out["keys"])      # keys stay put ("odd"'s zero key: the ring)
-    assert q_chased.get_zorder() > out["keys"][0].get_zorder()
-    assert np.allclose((by_label["q: chased"].get_transform().transform((0, 0))
-                        - ax.transData.transform((0, 0))) / pt, [0, -QUERY_SHIFT_PT])  # its label moves with it
+        plot_qk_panels(np.eye(3), np.ones((3, 2)), np.ones((3, 2)), ["a", "b"])

@@ -161,8 +161,8 @@ def test_one_shared_matrix_is_symmetric_and_the_verb_then_prefers_itself(page):
 
 
 def test_the_learned_action_row_pushes_determiner_furthest_below_zero():
-    """The page: training pushed the other three entries of the action row below zero, "determiner
-    furthest because two of the sentence's tokens carry it"."""
+    """The page: training pushed the other three entries of the action row below zero (determiner
+    furthest, since two of the sentence's tokens carry it; the page no longer says so)."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     ns = {"np": np, "softmax": qv.softmax, "print": lambda *a, **k: None}
     for marker in ("W_v = np.eye(4)", "d_k = K.shape[1]", "def gradients", "W_q_learn -="):
@@ -186,8 +186,8 @@ def test_the_robot_mixes_two_rows_and_chased_scores_it_half_as_high(page):
 
 
 def test_each_update_is_built_from_the_other_matrix(page):
-    """The page: "Each update is built from the other matrix, gK = gXW_k for W_q and q = xW_q for
-    W_k, and both start small." Run the page's loop for one update with W_k (then W_q) scaled by 3:
+    """The page: "The update of W_q is built from the keys (gK) and that of W_k from the query q. Both
+    start small." Run the page's loop for one update with W_k (then W_q) scaled by 3:
     W_q's first update scales by 3 (through g K), and so does W_k's with W_q. The start is made
     small enough that the weights, and so g, are the same in all three runs."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
@@ -223,20 +223,23 @@ def test_a_whole_layers_count_is_article_1s():
     assert ns["per_layer"] == 4 * 768 ** 2 == 2_359_296
 
 
-def test_the_pages_gradient_check_can_fail_and_the_bridge_to_chapter_4_holds():
-    """The page prints that its chain-rule lines match central differences at the random start.
-    A wrong line (dW_k without the 1/sqrt(d_k)) must not match; and w - y equals chapter 4's
-    w_j (g_j - w.g) with g = dl/dw = -y / w_dog."""
+def test_the_pages_gradient_check_is_a_central_difference_loop_and_can_fail():
+    """The page prints that its chain-rule lines match central differences at the random start, nudging
+    one entry at a time in a plain loop. A wrong line (dW_k without the 1/sqrt(d_k)) must not match."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    check_cell = next(s for s in cells if "def gradients" in s)
+    assert "/ (2 * eps)" in check_cell and "np.eye(8)" not in check_cell   # readable: no reshaped identity
     ns = {"np": np, "softmax": qv.softmax, "print": lambda *a, **k: None}
     for marker in ("W_v = np.eye(4)", "d_k = K.shape[1]", "def gradients"):
         exec(compile(next(s for s in cells if marker in s), str(NOTEBOOK), "exec"), ns)
     assert np.allclose(ns["dW_q"], ns["fd_q"]) and np.allclose(ns["dW_k"], ns["fd_k"])
     assert not np.allclose(ns["dW_k"] * np.sqrt(2), ns["fd_k"])   # the check can fail
-    w = ns["reads"](ns["W_q_learn"], ns["W_k_learn"])[2]
-    y = np.eye(5)[ns["dog"]]
-    g = -y / w[ns["dog"]]
-    np.testing.assert_allclose(w * (g - w @ g), w - y)
+    # the page's markdown formulas: dl/dq = sum_j g_j k_j and dl/dk_j = g_j q, with g = (w - y) / sqrt(d_k)
+    q, K, w = ns["reads"](ns["W_q_learn"], ns["W_k_learn"])
+    g = (w - np.eye(5)[ns["dog"]]) / np.sqrt(2)
+    x = ns["X"][ns["tokens"].index("chased")]
+    np.testing.assert_allclose(np.outer(x, sum(g[j] * K[j] for j in range(5))), ns["fd_q"], atol=1e-8)
+    np.testing.assert_allclose(sum(np.outer(ns["X"][j], g[j] * q) for j in range(5)), ns["fd_k"], atol=1e-8)
 
 
 def test_swapping_the_nouns_only_reorders_the_outputs(page):

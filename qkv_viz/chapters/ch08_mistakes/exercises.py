@@ -1,4 +1,4 @@
-"""Chapter 8 exercises: split a per-head fused QKV result, find the two bugs in a given
+"""Chapter 8 exercises: name the bug behind an unlabelled weight map, find the two bugs in a given
 attention function, and write a log-softmax that does not underflow.
 
 Every checker takes the reader's answer (``None`` until they give one) and
@@ -8,48 +8,97 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.chapters.ch08_mistakes.mistakes import split_per_head, split_per_head_as_blocks
-from qkv_viz.chapters.feedback import Feedback, check_function
+from qkv_viz.chapters.feedback import NOT_IMPLEMENTED, RETURNS_NONE, Feedback, check_function, no_answer
 from qkv_viz.core.attention import scaled_dot_product_attention
 
-# ---------------------------------------------------------------- 1. split the per-head layout
+# ---------------------------------------------------------------- 1. diagnose a weight map
+
+BUG_NAMES = ("right", "softmax over axis 0", "mask after softmax", "no mask", "mask inverted")
+_LOOK_ALIKE = {"no mask": {"no mask", "scores * mask"}}   # hidden scores 0 or kept: the same symptom
+
+_HINTS = {
+    "right": "it is right: every row sums to 1 and the hidden keys get nothing. Which of your tests misfired?",
+    "softmax over axis 0": "compare its row sums with the sums of its columns.",
+    "mask after softmax": "look at its row sums.",
+    "no mask": "look at the weight on the hidden keys (where mask is False).",
+    "mask inverted": "look at the weight on the keys the mask lets each query see.",
+}
 
 
-def split_cases(seed=None) -> list:
-    """(qkv, n_heads) pairs: fused results laid out (n, H, 3, d_head), with n, H, d_head all
-    different so a swapped axis shows in the shape or the numbers."""
+def bug_map(bug: str, scores: np.ndarray, causal: np.ndarray) -> np.ndarray:
+    """Section 6's maps from (T, T) ``scores`` and a causal ``causal`` mask (True = may look):
+    the weights ``bug`` makes, (T, T). ``bug``: a name in BUG_NAMES, or "scores * mask"."""
+    from qkv_viz import masked_softmax, softmax
+
+    if bug == "right":
+        return masked_softmax(scores, causal)
+    if bug == "softmax over axis 0":
+        filled = np.where(causal, scores, -np.inf)
+        e = np.exp(filled - filled.max(axis=0))
+        return e / e.sum(axis=0)
+    if bug == "mask after softmax":
+        return np.where(causal, softmax(scores), 0.0)
+    if bug == "no mask":
+        return softmax(scores)
+    if bug == "scores * mask":
+        return softmax(scores * causal)
+    if bug == "mask inverted":
+        return masked_softmax(scores, ~causal)
+    raise ValueError(f"unknown bug {bug!r}: one of {BUG_NAMES + ('scores * mask',)}")
+
+
+def mystery_map():
+    """The map drawn above the exercise: (weights (5, 5), causal mask (5, 5)), its bug unnamed."""
+    scores = np.random.default_rng(8).normal(size=(5, 5))
+    causal = np.tril(np.ones((5, 5), dtype=bool))
+    return bug_map("mask after softmax", scores, causal), causal
+
+
+def diagnose_cases(seed=None) -> list:
+    """(weights, mask, bug) triples: the mystery map first, then every bug (and ``scores * mask``)
+    on random scores of 3 to 7 tokens, in a shuffled order."""
     rng = np.random.default_rng(seed)
-    return [(rng.normal(size=(n, 3 * H * d_head)), H) for n, H, d_head in [(5, 2, 3), (4, 3, 2), (7, 4, 5)]]
+    cases = []
+    for T in (3, 4, 5, 7):
+        causal = np.tril(np.ones((T, T), dtype=bool))
+        for bug in BUG_NAMES + ("scores * mask",):
+            cases.append((bug_map(bug, rng.normal(size=(T, T)), causal), causal, bug))
+    order = rng.permutation(len(cases))
+    w, mask = mystery_map()
+    return [(w, mask, "mask after softmax")] + [cases[i] for i in order]
 
 
-def _eq(a, b) -> bool:
-    return np.shape(a) == np.shape(b) and np.allclose(a, b)
-
-
-def _diagnose_split(got, want, case) -> str | None:
-    qkv, n_heads = case
-    if not isinstance(got, tuple) or len(got) != 3:
-        return None
-    n, width = qkv.shape
-    d_head = width // (3 * n_heads)
-    blocks = split_per_head_as_blocks(qkv, n_heads)
-    if all(_eq(g, b) for g, b in zip(got, blocks)):
-        return ("you split the columns into three blocks [Q | K | V], but this layout is not blocks: "
-                "it is (n, H, 3, d_head), head 0's q, k, v first, then head 1's.")
-    if got[0].shape == (n_heads, n, d_head) and _eq(got[0].reshape(n, n_heads, d_head), want[0].swapaxes(0, 1)):
-        return ("the numbers are right but in the wrong order: your (H, n, d_head) came from a reshape, "
-                "not a transpose, and a reshape keeps the memory order (tokens first), so it mixes tokens and heads.")
-    if _eq(got[0], want[1]) or _eq(got[1], want[0]):
-        return "q and k are swapped: in each head the order is q, then k, then v."
-    return None
-
-
-def check_split_per_head(fn, seed=None) -> Feedback:
-    """Exercise 1: ``fn(qkv, n_heads)`` -> ``(q, k, v)``, each (H, n, d_head), from a fused
-    result (n, 3 H d_head) laid out (n, H, 3, d_head)."""
-    return check_function(fn, split_per_head, split_cases(seed), name="your split", diagnose=_diagnose_split,
-                          returns=("q", "k", "v"), shape_hints=True,
-                          praise="Every head gets its own q, k and v: the per-head layout read right.")
+def check_diagnose(fn, seed=None) -> Feedback:
+    """Exercise 1: ``fn(weights, mask)`` -> the name (in BUG_NAMES) of the bug that made the causal
+    weights map; ``scores * mask`` counts as ``"no mask"`` and the other way round."""
+    if fn is None:
+        return no_answer()
+    if not callable(fn):
+        return Feedback(False, f"diagnose should be a function (def ...), got {type(fn).__name__}.")
+    cases = diagnose_cases(seed)
+    for i, (w, mask, bug) in enumerate(cases):
+        T = w.shape[0]
+        what = "the mystery map" if i == 0 else f"map {i + 1} of {len(cases)} ({T} tokens)"
+        try:
+            got = fn(w.copy(), mask.copy())
+        except NotImplementedError:
+            return Feedback(False, NOT_IMPLEMENTED, pending=True)
+        except Exception as exc:  # the reader's code: any error is feedback, not a crash
+            return Feedback(False, f"On {what}, diagnose raised {type(exc).__name__}: {exc}")
+        if got is None:
+            if i == 0:
+                return Feedback(False, RETURNS_NONE, pending=True)
+            return Feedback(False, f"On {what}, diagnose returned None: did you forget `return`?")
+        got = np.asarray(got).tolist() if not isinstance(got, str) else got
+        if not isinstance(got, str) or got not in BUG_NAMES + ("scores * mask",):
+            return Feedback(False, f"On {what}, diagnose returned {got!r}, which is not one of the names "
+                                   f"{', '.join(repr(n) for n in BUG_NAMES)}.")
+        named = "no mask" if bug == "scores * mask" else bug
+        if got not in _LOOK_ALIKE.get(named, {named}):
+            return Feedback(False, f"On {what}, diagnose said {got!r}, but that is not the bug that made it. "
+                                   f"Hint: {_HINTS[named]}")
+    return Feedback(True, f"All {len(cases)} maps named right, the mystery map too: row sums, column sums and "
+                          f"the weight on hidden keys tell these bugs apart.")
 
 
 # ---------------------------------------------------------------- 2. find the two bugs

@@ -5,15 +5,21 @@ from __future__ import annotations
 import numpy as np
 
 
-# 1. The columns are (H, 3, d_head) per token: reshape to say so, then move the role axis
-#    first (to unpack q, k, v) and the head axis before the tokens.
-def split_per_head(qkv, n_heads):
-    """qkv (n, 3 H d_head), laid out (n, H, 3, d_head) -> q, k, v each (H, n, d_head)."""
-    n = qkv.shape[0]
-    d_head = qkv.shape[1] // (3 * n_heads)
-    per_head = qkv.reshape(n, n_heads, 3, d_head)    # (n, 3 H d_head) -> (n, H, 3, d_head)
-    q, k, v = per_head.transpose(2, 1, 0, 3)         # (n, H, 3, d_head) -> (3, H, n, d_head)
-    return q, k, v
+# 1. Three looks tell the bugs apart: weight only outside the mask (inverted), weight on hidden
+#    keys (no mask, or scores * mask), and, with no weight hidden, whether the rows or only the
+#    columns sum to 1.
+def diagnose(w, mask):
+    """w (T, T) weights of a causal head, mask (T, T) bool, True = may look -> the bug's name."""
+    w, mask = np.asarray(w, dtype=float), np.asarray(mask, dtype=bool)
+    if np.allclose(w[mask], 0, atol=1e-4):
+        return "mask inverted"                           # nothing where the query may look
+    if w[~mask].sum() > 1e-4:
+        return "no mask"                                 # weight on hidden keys
+    if np.allclose(w.sum(axis=-1), 1, atol=1e-4):
+        return "right"                                   # each query's weights sum to 1
+    if np.allclose(w.sum(axis=0), 1, atol=1e-4):
+        return "softmax over axis 0"                     # each key's weights sum to 1
+    return "mask after softmax"                          # rows below 1, nothing hidden
 
 
 # 2. Two bugs: ``d_k = q.shape[0]`` reads T, not d_k (q is (T, d_k)), so the scores are scaled by

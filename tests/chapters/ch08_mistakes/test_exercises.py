@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from qkv_viz.chapters.ch08_mistakes import exercises as ch08
-from qkv_viz.chapters.ch08_mistakes import mistakes
 from qkv_viz.chapters.ch08_mistakes import solutions as sol
 
 
@@ -18,11 +17,11 @@ def _stub(*args):
 
 @pytest.mark.parametrize("seed", [None, 0, 1, 2])
 def test_solutions_pass_their_checkers(seed):
-    assert ch08.check_split_per_head(sol.split_per_head, seed=seed)
+    assert ch08.check_diagnose(sol.diagnose, seed=seed)
     assert ch08.check_attention_fixed(sol.attention_fixed, seed=seed)
 
 
-@pytest.mark.parametrize("checker", [ch08.check_split_per_head, ch08.check_attention_fixed])
+@pytest.mark.parametrize("checker", [ch08.check_diagnose, ch08.check_attention_fixed])
 def test_none_and_stub_are_pending_not_wrong(checker):
     for answer in (None, _stub):
         fb = checker(answer)
@@ -30,29 +29,51 @@ def test_none_and_stub_are_pending_not_wrong(checker):
 
 
 # ---------------------------------------------------------------- exercise 1
-def _reshape_without_transpose(qkv, H):
-    n = qkv.shape[0]
-    d = qkv.shape[1] // (3 * H)
-    per_head = qkv.reshape(n, H, 3, d)
-    return tuple(per_head[:, :, r].reshape(H, n, d) for r in range(3))
+def test_every_diagnose_case_is_told_apart_by_the_solution_over_many_seeds():
+    """The bugs must be distinguishable on every generated map, not only on seed 0."""
+    for seed in range(40):
+        for w, mask, bug in ch08.diagnose_cases(seed):
+            assert sol.diagnose(w, mask) == ("no mask" if bug == "scores * mask" else bug), (seed, bug)
 
 
-def _q_k_swapped(qkv, H):
-    q, k, v = sol.split_per_head(qkv, H)
-    return k, q, v
+def test_the_mystery_map_is_the_first_case_and_its_rows_do_not_sum_to_1():
+    w, mask = ch08.mystery_map()
+    w0, mask0, _ = ch08.diagnose_cases(0)[0]
+    np.testing.assert_array_equal(w, w0)
+    assert (w.sum(axis=-1)[:-1] < 0.95).all() and w[~mask].sum() == 0   # visible by eye in the figure
 
 
-@pytest.mark.parametrize("fn,words", [(mistakes.split_per_head_as_blocks, "three blocks"),
-                                      (_reshape_without_transpose, "not a transpose"),
-                                      (_q_k_swapped, "swapped")])
-def test_split_mistakes_are_named(fn, words):
-    fb = ch08.check_split_per_head(fn, seed=0)
-    assert not fb and words in fb.message and "transpose(2, 1, 0, 3)" not in fb.message, fb.message
+@pytest.mark.parametrize("answer,words", [("right", "row sums"), ("no mask", "row sums"),
+                                          ("softmax over axis 0", "row sums")])
+def test_a_constant_answer_fails_on_the_mystery_map_with_a_hint(answer, words):
+    fb = ch08.check_diagnose(lambda w, m: answer, seed=0)
+    assert not fb and "mystery map" in fb.message and words in fb.message, fb.message
+    assert "mask after softmax" not in fb.message                    # a hint, never the answer
 
 
-def test_split_tokens_last_is_a_shape_message():
-    fb = ch08.check_split_per_head(lambda qkv, H: tuple(a.swapaxes(0, 1) for a in sol.split_per_head(qkv, H)), seed=0)
-    assert not fb and "shape" in fb.message
+def test_a_diagnose_that_ignores_columns_is_caught_with_a_column_hint():
+    def rows_only(w, mask):
+        if np.allclose(w[mask], 0):
+            return "mask inverted"
+        if w[~mask].sum() > 1e-4:
+            return "no mask"
+        return "right" if np.allclose(w.sum(-1), 1) else "mask after softmax"
+    fb = ch08.check_diagnose(rows_only, seed=0)
+    assert not fb and "columns" in fb.message and "softmax over axis 0" not in fb.message, fb.message
+
+
+def test_scores_times_mask_and_no_mask_accept_either_name():
+    def swapped(w, mask):
+        name = sol.diagnose(w, mask)
+        return "scores * mask" if name == "no mask" else name
+    assert ch08.check_diagnose(swapped, seed=0)
+
+
+def test_unknown_names_and_errors_are_feedback():
+    fb = ch08.check_diagnose(lambda w, m: "bad mask", seed=0)
+    assert not fb and "not one of the names" in fb.message
+    fb = ch08.check_diagnose(lambda w, m: w[10, 10], seed=0)
+    assert not fb and "raised IndexError" in fb.message
 
 
 # ---------------------------------------------------------------- exercise 2

@@ -16,7 +16,7 @@ def rope_half(x, base=10000.0):
                            a * np.sin(angle) + b * np.cos(angle)], axis=1)   # (T, d_k)
 
 
-# Exercise 2: q_m . k_n = q . R((n - m) theta) k, pair by pair. For one pair (a, b) of q and
+# Exercise 2: q_m . k_n = q . (k R_(n - m)), pair by pair (row vectors, the turn on the right). For one pair (a, b) of q and
 # (c, d) of k turned by phi: (a, b) . (c cos - d sin, c sin + d cos) = cos (ac + bd) - sin (ad - bc).
 def relative_dot(q, k, offset, base=10000.0):
     """q (d_k,), k (d_k,), offset = n - m -> q_m . k_n (adjacent pairing), never using m or n."""

@@ -33,7 +33,7 @@ def constructed(strength: float = STRENGTH):
     - pair 2 (4, 5): an added position (sin m, cos m) gives the query (sin m, cos m) and the key
       (sin(n + 1), cos(n + 1)), so p_m A p_n = strength^2 cos(n - m + 1): one token back is best.
     - pair 0 (0, 1): for RoPE, the verb's query (s, 0) and a noun's key (0, s): q . k = 0 unturned,
-      q^T R_(n-m) k = -s^2 sin(n - m) turned: positive just before the verb, negative just after.
+      q . (k R_(n-m)) = -s^2 sin(n - m) turned: positive just before the verb, negative just after.
     W_v passes the four word features."""
     s = float(strength)
     W_q, W_k = np.zeros((D_MODEL, D_K)), np.zeros((D_MODEL, D_K))

@@ -203,3 +203,74 @@ def check_bidirectional_cache(answer) -> Feedback:
                                "see. Without a causal mask, which tokens are those now?")
     return Feedback(False, "Layer 0's keys and values are x W_k and x W_v of each token's own input. "
                            "Does appending a token change an old token's input vector?")
+
+
+# ---------------------------------------------------------------- exercise 5: train with one K/V head
+EX5_SHAPES = {"E": (8, 6), "W_q": (6, 8), "W_k": (6, 4), "W_v": (6, 4), "W_o": (8, 6)}
+
+
+def _writer_loss(E, params) -> float:
+    """The writer's training loss, in numpy: mean cross-entropy of each next word of both sentences."""
+    from qkv_viz.chapters.ch11_generation.generation import SENTENCES, VOCAB
+    from qkv_viz.core.kv_cache import causal_self_attention
+    ids = {w: i for i, w in enumerate(VOCAB)}
+    losses = []
+    for s in SENTENCES:
+        tok = [ids[w] for w in s.split()]                          # (7,)
+        logits = causal_self_attention(E[tok], params)[0] @ E.T    # (7, d_model) @ (d_model, V) -> (7, V)
+        logits = logits - logits.max(axis=1, keepdims=True)
+        logp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        losses += [-logp[t, tok[t + 1]] for t in range(len(tok) - 1)]
+    return float(np.mean(losses))
+
+
+def check_train_one_kv(fn) -> Feedback:
+    """Exercise 5: the page's ``train`` with one K/V head. ``fn()`` -> ``(loss, (E, W_q, W_k, W_v, W_o))``.
+    Checked by the shapes, by the loss recomputed from the returned weights (it must reach the floor
+    ln 2 / 6) and by what the writer then writes from "the cat" and "the dog"."""
+    from qkv_viz.chapters.feedback import NOT_IMPLEMENTED, as_array
+    from qkv_viz.chapters.ch11_generation.generation import SENTENCES, VOCAB, write
+    from qkv_viz.core.kv_cache import GQAParams
+    if fn is None:
+        return no_answer()
+    try:
+        got = fn()
+    except NotImplementedError:
+        return Feedback(False, NOT_IMPLEMENTED, pending=True)
+    except Exception as exc:  # noqa: BLE001 - the reader's code
+        return Feedback(False, f"train_one_kv() raised {type(exc).__name__}: {exc}")
+    if got is None:
+        return Feedback(False, NOT_IMPLEMENTED, pending=True)
+    try:
+        loss, weights = got
+        loss = float(np.asarray(as_array(loss)[0]).reshape(()))
+        arrays = [np.asarray(as_array(w)[0], dtype=float) for w in weights]
+    except Exception:  # noqa: BLE001 - any other shape of answer
+        return Feedback(False, "Return what train() returns: the loss (a number) and the five weights, "
+                               "loss, (E, W_q, W_k, W_v, W_o).")
+    if len(arrays) != 5:
+        return Feedback(False, f"Return five weights, (E, W_q, W_k, W_v, W_o); got {len(arrays)}.")
+    for (name, shape), a in zip(EX5_SHAPES.items(), arrays):
+        if a.shape != shape:
+            if name in ("W_k", "W_v") and a.shape == (6, 8):
+                return Feedback(False, f"{name} is still (6, 8), two heads wide. One K/V head has d_k = 4 "
+                                       f"columns: new(d_model, d_k).")
+            return Feedback(False, f"{name} has shape {a.shape}; in the one-K/V-head writer it is {shape}.")
+    E, W_q, W_k, W_v, W_o = arrays
+    params = GQAParams(W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=2, n_kv_heads=1)
+    true_loss, floor = _writer_loss(E, params), float(np.log(2) / 6)
+    if not np.isfinite(true_loss) or true_loss > floor + 0.01:
+        return Feedback(False, f"These weights' loss is {true_loss:.3f}, above the floor ln 2 / 6 = {floor:.3f}. "
+                               "Are k and v split into one head of d_k (unflatten(-1, (1, d_k))), does "
+                               "scaled_dot_product_attention get enable_gqa=True, and did every step run?")
+    if abs(loss - true_loss) > 0.01:
+        return Feedback(False, f"The loss you return ({loss:.3f}) is not the returned weights' loss "
+                               f"({true_loss:.3f}): return the last step's loss with the trained weights.")
+    for s in SENTENCES:
+        start = s.split()[:2]
+        words = write(E, params, VOCAB, start)[0]
+        if words != s.split():
+            return Feedback(False, f"From {' '.join(start)!r} the writer writes {' '.join(words)!r}, "
+                                   f"not {s!r}.")
+    return Feedback(True, f"Loss {true_loss:.3f}, at the floor, with W_k and W_v (6, 4): half the cache, "
+                          "and both query heads read one K/V head. It writes both sentences.")

@@ -40,3 +40,31 @@ def bidirectional_cache():
     From layer 1 on they are projections of layer-0 outputs, and without a causal mask each old
     token's output is a weighted sum that now includes the new token."""
     return "b"
+
+
+def train_one_kv(seed=3, steps=300):
+    """Exercise 5. The page's train() with W_k, W_v one head wide (d_model, d_k); k and v are split
+    into one head, and enable_gqa=True lets both query heads read it."""
+    import torch
+    import torch.nn.functional as F
+
+    from qkv_viz.chapters.ch11_generation.generation import SENTENCES, VOCAB
+    ID = {w: i for i, w in enumerate(VOCAB)}
+    ids = torch.tensor([[ID[w] for w in s.split()] for s in SENTENCES])   # (2, 7)
+    d_model, H, d_k = 6, 2, 4
+    torch.manual_seed(seed)
+    new = lambda *shape: (0.3 * torch.randn(*shape, dtype=torch.float64)).requires_grad_()  # noqa: E731
+    E_t = new(len(VOCAB), d_model)                                        # (8, 6)
+    W = [new(d_model, H * d_k), new(d_model, d_k), new(d_model, d_k), new(H * d_k, d_model)]   # W_k, W_v (6, 4)
+    opt = torch.optim.Adam([E_t, *W], lr=0.03)
+    for _ in range(steps):
+        x = E_t[ids]                                                      # (2, 7, d_model)
+        q = (x @ W[0]).unflatten(-1, (H, d_k)).transpose(1, 2)            # (2, H, 7, d_k)
+        k, v = ((x @ W_).unflatten(-1, (1, d_k)).transpose(1, 2) for W_ in W[1:3])   # (2, 1, 7, d_k)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)   # (2, H, 7, d_k)
+        logits = out.transpose(1, 2).flatten(2) @ W[3] @ E_t.T            # (2, 7, V)
+        loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return loss.item(), tuple(w.detach().numpy() for w in (E_t, *W))

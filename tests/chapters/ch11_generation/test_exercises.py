@@ -141,3 +141,28 @@ def test_the_conceptual_answer_is_true():
     k1_new, k2_new = layers(x)
     np.testing.assert_allclose(k1_new[:4], k1_old)
     assert not np.allclose(k2_new[:4], k2_old)
+
+
+def test_train_one_kv_solution_passes_and_its_placeholders_are_pending():
+    assert ch11.check_train_one_kv(sol.train_one_kv).correct
+    assert ch11.check_train_one_kv(None).pending
+    assert ch11.check_train_one_kv(lambda: None).pending
+
+    def stub():
+        raise NotImplementedError
+    assert ch11.check_train_one_kv(stub).pending
+
+
+def test_train_one_kv_names_the_usual_slips():
+    """The page's two-head train (W_k still two heads wide), too few steps, a stale loss."""
+    from qkv_viz.chapters.ch11_generation.generation import trained_writer
+    E, p = trained_writer()                          # ordinary multi-head: W_k (6, 8)
+    fb = ch11.check_train_one_kv(lambda: (0.116, (E, p.W_q, p.W_k, p.W_v, p.W_o)))
+    assert not fb.correct and "W_k is still (6, 8)" in fb.message
+    fb = ch11.check_train_one_kv(lambda: sol.train_one_kv(steps=5))
+    assert not fb.correct and "above the floor" in fb.message
+    loss, weights = sol.train_one_kv()
+    fb = ch11.check_train_one_kv(lambda: (loss + 1.0, weights))
+    assert not fb.correct and "not the returned weights' loss" in fb.message
+    fb = ch11.check_train_one_kv(lambda: weights)
+    assert not fb.correct and "Return what train() returns" in fb.message

@@ -1,8 +1,8 @@
 """Chapter 0's pictures: every token's scores and weights, and "bank" moved by the weighted values.
 
 ``weights_grids(panels, axes=None)`` draws the T x T weights of each sentence side by side, one colour bar.
-``scores_weights_grids(panels)`` draws each sentence's scores (top row, diverging about 0) above its
-weights (bottom row), one colour bar per row.
+``scores_weights_grids(panels)`` draws each sentence's scores (top row, sequential from 0 when none is
+negative) above its weights (bottom row), one colour bar per row, shared by the row's panels.
 ``bank_moves(moves, ax=None)`` draws one token's vector, in the plane of two features, moved by
 its weights times the values, head to tail, once per sentence.
 ``query_among_keys(query, keys, ax=None)`` draws one query among the keys in the keys' plane, with
@@ -19,6 +19,7 @@ from qkv_viz.viz.plots import attention_heatmap, scores_heatmap
 
 MOVE_COLORS = ("#0072B2", "#E69F00")  # one per sentence: blue (the river one), orange (the money one)
 PIECE_MIN = 0.2                       # pieces shorter than this are drawn but not labelled
+SCORES_SEQ_CMAP = "Reds"              # scores that are all >= 0: sequential, white at 0
 
 
 def weights_grids(panels, axes=None):
@@ -55,30 +56,38 @@ def weights_grids(panels, axes=None):
 def scores_weights_grids(panels):
     """Each sentence's scores Q K^T / sqrt(d_k) above its weights, one column per sentence.
 
-    panels: a list of ``(title, tokens, scores, weights)``, both (T, T) for T = len(tokens). The
-    scores share one range symmetric about 0 (white) and a colour bar "scores"; the weights are
-    ``weights_grids``'. Returns ``(score_images, weight_images)``.
+    panels: a list of ``(title, tokens, scores, weights)``, both (T, T) for T = len(tokens). Each
+    row has one colour bar, its label saying the row's sentences share it. The scores share one
+    range: sequential (``SCORES_SEQ_CMAP``, 0 lightest) from 0 to the largest score when no score
+    is negative, else diverging and symmetric about 0 (white). The weights are ``weights_grids``'. Returns ``(score_images, weight_images)``.
     """
     sizes = [len(tokens) for _, tokens, _, _ in panels]
     fig, axes = plt.subplots(2, len(panels), figsize=style.figsize(1.0, 0.8), layout="constrained",
                              gridspec_kw=dict(width_ratios=sizes), squeeze=False)
     limit = max(float(np.abs(np.asarray(s, dtype=float)).max()) for _, _, s, _ in panels) or 1.0
+    signed = any(float(np.min(s)) < 0 for _, _, s, _ in panels)
+    shared = {1: "", 2: ", both sentences"}.get(len(panels), ", all sentences")
     score_images = []
     for ax, (title, tokens, scores, _) in zip(axes[0], panels):
         scores = np.asarray(scores, dtype=float)
         if scores.shape != (len(tokens), len(tokens)):
             raise ValueError(f"scores must be (T, T) for T = {len(tokens)} tokens, got {scores.shape}")
-        score_images.append(scores_heatmap(scores, ax=ax, tokens_q=tokens, tokens_k=tokens, annotate=True,
-                                           colorbar=False, title=f"{title}: scores", limit=limit, fmt=".2f"))
+        kw = dict(ax=ax, tokens_q=tokens, tokens_k=tokens, annotate=True, colorbar=False,
+                  title=f"{title}: scores", fmt=".2f")
+        if signed:
+            score_images.append(scores_heatmap(scores, limit=limit, **kw))
+        else:  # all >= 0: the lowest score is the lightest colour, not a neutral middle
+            score_images.append(attention_heatmap(scores, vmin=0.0, vmax=limit, cmap=SCORES_SEQ_CMAP, **kw))
         ax.set_aspect("equal")
     bar = fig.colorbar(score_images[0], ax=list(axes[0]), fraction=0.04, pad=0.02)
-    bar.set_label("scores", fontsize=style.FONT_PT)
+    bar.set_label(f"scores{shared}", fontsize=style.FONT_PT)
     bar.ax.tick_params(labelsize=style.FONT_PT)
     bar.outline.set_visible(False)
     for ax in axes[0][1:]:
         ax.set_ylabel("")
     weight_images = weights_grids([(f"{title}: weights", tokens, weights) for title, tokens, _, weights in panels],
                                   axes=axes[1])
+    weight_images[0].colorbar.set_label(f"{style.WEIGHTS_LABEL}{shared}", fontsize=style.FONT_PT)
     return score_images, weight_images
 
 

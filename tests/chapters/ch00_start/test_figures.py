@@ -115,17 +115,22 @@ def test_weights_grids_draw_each_sentence_labelled_on_one_colour_bar():
         weights_grids([("bad", TOKENS, w2)])
 
 
-def test_scores_weights_grids_put_scores_centred_at_0_above_the_weights():
+def test_scores_weights_grids_put_scores_from_0_above_the_weights():
     from qkv_viz.chapters.ch00_start.figures import scores_weights_grids
     rates = "the bank raised its rates".split()
     X2 = np.array([[0, 0, 0], [0.3, 0.3, 1], [0, 0.5, 0], [0, 0, 0], [0, 1, 1.]])
     s1, s2 = ((x @ W_q) @ (x @ W_k).T / np.sqrt(2) for x in (X, X2))
     scored, weighted = scores_weights_grids([("river", TOKENS, s1, softmax(s1)), ("rates", rates, s2, softmax(s2))])
     assert np.allclose(scored[1].get_array(), s2) and np.allclose(weighted[0].get_array(), softmax(s1))
-    low, high = scored[0].get_clim()
-    assert low == -high == -np.abs(s1).max()                        # one range, white at 0
+    top = max(s1.max(), s2.max())
+    assert [im.get_clim() for im in scored] == [(0.0, top)] * 2     # no score < 0: one range from 0
+    assert scored[0].get_cmap().name == "Reds"                      # sequential, lightest at 0
+    plt.close("all")
+    signed, _ = scores_weights_grids([("river", TOKENS, s1 - 1, softmax(s1))])
+    low, high = signed[0].get_clim()
+    assert low == -high == -np.abs(s1 - 1).max()                    # a negative score: diverging about 0
     bars = [a for a in scored[0].axes.figure.axes if a not in [im.axes for im in scored + weighted]]
-    assert sorted(b.get_ylabel() for b in bars) == ["scores", "weights"]
+    assert sorted(b.get_ylabel() for b in bars) == ["scores, both sentences", "weights, both sentences"]
     with pytest.raises(ValueError, match="T = 4"):
         scores_weights_grids([("bad", TOKENS, s2, softmax(s2))])
 

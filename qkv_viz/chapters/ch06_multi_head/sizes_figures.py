@@ -172,7 +172,8 @@ def plot_concat_and_mix(heads, W_o, tokens, ax=None, out_labels=None):
 
     ``heads`` (H, T, d_v) are the heads' outputs, ``W_o`` (H d_v, d_model). Head h's columns
     of the concatenation and its block of d_v rows of W_o are framed in head h's colour
-    (:func:`head_colors`): only they meet in the product. Returns the patches and texts drawn.
+    (:func:`head_colors`): only they meet in the product. The concatenation's and the output's
+    rows are labelled with ``tokens``. Returns the patches and texts drawn.
     """
     import numpy as np
 
@@ -191,7 +192,7 @@ def plot_concat_and_mix(heads, W_o, tokens, ax=None, out_labels=None):
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(1.0, 0.32))
     x_w = H * d_v + 2.4                                          # room for '@' and W_o's row labels
-    x_out = x_w + d_model + 1.2
+    x_out = x_w + d_model + 2.6                                  # room for '=' and the output's row labels
     blocks_c = [(0, T, h * d_v, (h + 1) * d_v, colors[h]) for h in range(H)]
     blocks_w = [(h * d_v, (h + 1) * d_v, 0, d_model, colors[h]) for h in range(H)]
     artists = _matrix(ax, concat, 0, 0, vmax, edge_cols=blocks_c)
@@ -207,8 +208,9 @@ def plot_concat_and_mix(heads, W_o, tokens, ax=None, out_labels=None):
     for x, w, s in ((0, H * d_v, f"concat ({T}, {H * d_v})"), (x_w, d_model, f"W_o ({H * d_v}, {d_model})"),
                     (x_out, d_model, f"output ({T}, {d_model})")):
         artists.append(ax.text(x + w / 2, T + 0.35, s, ha="center", va="top", fontsize=style.FONT_PT))
-    for t, name in enumerate(tokens):
-        artists.append(ax.text(-0.15, t + 0.5, name, ha="right", va="center", fontsize=style.FONT_PT))
+    for t, name in enumerate(tokens):                            # rows of the concatenation and of the output
+        for x in (-0.15, x_out - 0.15):
+            artists.append(ax.text(x, t + 0.5, name, ha="right", va="center", fontsize=style.FONT_PT))
     for j, name in enumerate(out_labels or []):
         artists.append(ax.text(x_out + j + 0.5, -0.2, name, ha="center", va="bottom", rotation=90,
                                fontsize=style.FONT_PT))

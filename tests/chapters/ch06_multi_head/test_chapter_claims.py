@@ -309,16 +309,23 @@ def test_the_shared_colour_feature_is_what_stops_one_head():
 
 
 def test_the_pages_multi_head_on_minilm_layer_0_is_the_models_own_and_head_2_reads_the_previous_token():
-    """The main path runs the page's multi_head with all-MiniLM-L6-v2's layer-0 weights: its 12 maps are
+    """The main path runs the page's multi_head on minilm_layer0's input and weights: its 12 maps are
     the model's own, head 2 is a previous-token head (the only one of 12 above 0.5 on that pattern) and
     several heads put much weight on [CLS], as the text under the grid says."""
     from qkv_viz.bridges.real_forward import run
     from qkv_viz.bridges.real_model import load_model
+    from qkv_viz.chapters.ch06_multi_head.trained_layer import minilm_layer0
+    tokens, X, p, model_maps = minilm_layer0("The black cat sat on the mat.")
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and "sat" in tokens and X.shape == (10, 384)
+    assert all(getattr(p, n).shape == (384, 384) for n in ("W_q", "W_k", "W_v", "W_o"))
+    assert all(getattr(p, n).shape == (384,) for n in ("b_q", "b_k", "b_v", "b_o"))
     model = load_model()
     trace = run(model, "The black cat sat on the mat.")
-    _, w = page_multi_head(trace.hidden_states[0], model.layers[0].attn, 12)
+    np.testing.assert_array_equal(X, trace.hidden_states[0])                 # the input of layer 0, not 1
+    np.testing.assert_array_equal(model_maps, trace.weights[0])
+    _, w = page_multi_head(X, p, 12)
     assert w.shape == (12, 10, 10)
-    np.testing.assert_allclose(w, trace.weights[0], atol=1e-12)
+    np.testing.assert_allclose(w, model_maps, atol=1e-12)
     i = np.arange(1, w.shape[-1])
     previous = w[:, i, i - 1].mean(-1)                    # (12,)
     assert previous[2] > 0.95 and np.sum(previous > 0.5) == 1

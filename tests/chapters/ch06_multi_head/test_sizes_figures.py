@@ -95,6 +95,7 @@ def test_concat_and_mix_draws_the_product_and_frames_each_heads_blocks():
     out = np.concatenate(list(heads), axis=1) @ W_o                       # (3, 4) @ (4, 5) -> (3, 5)
     assert f"{out[2, 4]:.2f}" in texts and f"{W_o[3, 0]:.2f}" in texts and f"{heads[1, 0, 1]:.2f}" in texts
     assert texts.count("head 0") == 2 and texts.count("head 1") == 2          # over the columns, beside W_o's rows
+    assert texts.count("c") == 2                                             # concat's and the output's rows
     frames = [a for a in artists if isinstance(a, Rectangle) and not a.get_fill()]
     assert [f.get_edgecolor() for f in frames[:2]] == [f.get_edgecolor() for f in frames[2:]]   # same colour per head
     assert (frames[2].get_width(), frames[2].get_height()) == (5, 2)     # W_o's row block of head 0: d_v rows

@@ -90,7 +90,7 @@ def test_the_pages_gradient_descent_learns_the_hand_written_rule(page):
     action row moves far more than the other rows (the page: "move only through W_k, a little")."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     ns = dict(page, softmax=qv.softmax, index_of=page["tokens"].index, d_k=2, print=lambda *a, **k: None)
-    for marker in ("def gradients", "W_q_learn -="):
+    for marker in ("def reads", "def gradients", "W_q_learn -="):
         exec(compile(next(s for s in cells if marker in s), str(NOTEBOOK), "exec"), ns)
     assert len(ns["history"]) == 101                         # history[k]: after k updates, k = 0 .. 100
     np.testing.assert_allclose(ns["history"][-1], ns["reads"](ns["W_q_learn"], ns["W_k_learn"])[2])
@@ -165,7 +165,7 @@ def test_the_learned_action_row_pushes_determiner_furthest_below_zero():
     furthest, since two of the sentence's tokens carry it; the page no longer says so)."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     ns = {"np": np, "softmax": qv.softmax, "print": lambda *a, **k: None}
-    for marker in ("W_v = np.eye(4)", "d_k = K.shape[1]", "def gradients", "W_q_learn -="):
+    for marker in ("W_v = np.eye(4)", "d_k = K.shape[1]", "def reads", "def gradients", "W_q_learn -="):
         exec(compile(next(s for s in cells if marker in s), str(NOTEBOOK), "exec"), ns)
     M, features = ns["M_learned"], ns["features"]
     row = M[features.index("action")]
@@ -191,7 +191,7 @@ def test_each_update_is_built_from_the_other_matrix(page):
     W_q's first update scales by 3 (through g K), and so does W_k's with W_q. The start is made
     small enough that the weights, and so g, are the same in all three runs."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
-    setup = next(s for s in cells if "def gradients" in s).split("loss = lambda")[0]
+    setup = next(s for s in cells if "def reads" in s) + "\n" + next(s for s in cells if "def gradients" in s)
     init = "W_k_learn = 0.1 * rng.standard_normal((4, 2))"
     loop = next(s for s in cells if "W_q_learn -=" in s)
     assert init in setup and "for step in range(100):" in loop
@@ -224,18 +224,24 @@ def test_a_whole_layers_count_is_article_1s():
 
 
 def test_the_pages_gradient_check_is_a_central_difference_loop_and_can_fail():
-    """The page prints that its chain-rule lines match central differences at the random start, nudging
-    one entry at a time in a plain loop. A wrong line (dW_k without the 1/sqrt(d_k)) must not match."""
+    """Going further prints how far its chain-rule lines are from central differences at the random start
+    (kept before training, where the slopes are not yet near zero), nudging one entry at a time in a plain
+    loop. A wrong line (dW_k without the 1/sqrt(d_k)) must not match."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
-    check_cell = next(s for s in cells if "def gradients" in s)
-    assert "/ (2 * eps)" in check_cell and "np.eye(8)" not in check_cell   # readable: no reshaped identity
-    ns = {"np": np, "softmax": qv.softmax, "print": lambda *a, **k: None}
-    for marker in ("W_v = np.eye(4)", "d_k = K.shape[1]", "def gradients"):
+    check_cell = next(s for s in cells if "/ (2 * eps)" in s)
+    assert "np.eye(8)" not in check_cell and "W_q_start" in check_cell   # readable; at the start
+    printed = []
+    ns = {"np": np, "softmax": qv.softmax, "print": lambda *a, **k: printed.append(" ".join(map(str, a)))}
+    for marker in ("W_v = np.eye(4)", "d_k = K.shape[1]", "def reads", "def gradients", "W_q_learn -=", "/ (2 * eps)"):
         exec(compile(next(s for s in cells if marker in s), str(NOTEBOOK), "exec"), ns)
     assert np.allclose(ns["dW_q"], ns["fd_q"]) and np.allclose(ns["dW_k"], ns["fd_k"])
     assert not np.allclose(ns["dW_k"] * np.sqrt(2), ns["fd_k"])   # the check can fail
+    assert max(np.abs(ns["fd_q"]).max(), np.abs(ns["fd_k"]).max()) > 0.01   # not the trained, flat end
+    largest, diff = (float(v) for v in
+                     __import__("re").findall(r"largest slope ([\d.]+), .* lines ([\d.e+-]+)", printed[-1])[0])
+    assert largest > 100 * diff
     # the page's markdown formulas: dl/dq = sum_j g_j k_j and dl/dk_j = g_j q, with g = (w - y) / sqrt(d_k)
-    q, K, w = ns["reads"](ns["W_q_learn"], ns["W_k_learn"])
+    q, K, w = ns["reads"](ns["W_q_start"], ns["W_k_start"])
     g = (w - np.eye(5)[ns["dog"]]) / np.sqrt(2)
     x = ns["X"][ns["tokens"].index("chased")]
     np.testing.assert_allclose(np.outer(x, sum(g[j] * K[j] for j in range(5))), ns["fd_q"], atol=1e-8)
@@ -249,3 +255,19 @@ def test_swapping_the_nouns_only_reorders_the_outputs(page):
     sw = [0, 4, 2, 3, 1]
     out_sw, _ = qv.scaled_dot_product_attention(X[sw] @ page["W_q"], X[sw] @ page["W_k"], X[sw] @ page["W_v"])
     np.testing.assert_allclose(out_sw, out[sw])
+
+
+def test_why_not_one_matrix_counts_and_rank():
+    """The page: two thin matrices need 2 d_model d_k numbers, one M d_model^2 (one BERT-base head:
+    98,304 against 589,824), and their product has rank at most d_k (the page's M: rank 2 = d_k)."""
+    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    printed = []
+    ns = {"np": np, "softmax": qv.softmax, "print": lambda *a, **k: printed.append(" ".join(map(str, a)))}
+    ns["print_table"] = lambda *a, **k: None
+    for marker in ("W_v = np.eye(4)", "M = W_q @ W_k.T", "d_k = K.shape[1]", "d_model ** 2"):
+        exec(compile(next(s for s in cells if marker in s), str(NOTEBOOK), "exec"), ns)
+    assert (ns["d_model"], ns["d_head"]) == (qv.BERT_BASE.d_model, qv.BERT_BASE.d_k)
+    assert "98,304" in printed[-1] and "589,824" in printed[-1] and printed[-1].endswith("d_k = 2, rank 2")
+    rng = np.random.default_rng(1)
+    for d_k in (1, 2, 3):   # any pair of thin matrices: rank <= d_k
+        assert np.linalg.matrix_rank(rng.standard_normal((6, d_k)) @ rng.standard_normal((6, d_k)).T) <= d_k

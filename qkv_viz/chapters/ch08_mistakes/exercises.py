@@ -26,7 +26,7 @@ _HINTS = {
 
 
 def bug_map(bug: str, scores: np.ndarray, causal: np.ndarray) -> np.ndarray:
-    """Section 6's maps from (T, T) ``scores`` and a causal ``causal`` mask (True = may look):
+    """Section 5's maps from (T, T) ``scores`` and a causal ``causal`` mask (True = may look):
     the weights ``bug`` makes, (T, T). ``bug``: a name in BUG_NAMES, or "scores * mask"."""
     from qkv_viz import masked_softmax, softmax
 

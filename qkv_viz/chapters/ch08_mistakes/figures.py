@@ -56,7 +56,7 @@ def plot_split(n_heads: int = 2, d_head: int = 2, wrong: bool = False, ax=None, 
 
 
 def plot_weight_maps(maps, tokens, axes, hatch="////", fmt=".2f"):
-    """Section 6's panels: one attention map per entry of ``maps`` (name -> (weights (T, S),
+    """Section 5's panels: one attention map per entry of ``maps`` (name -> (weights (T, S),
     mask (T, S) bool, True = may look, caption)), token names on both axes, hidden cells
     hatched, each visible cell's weight written in it (``fmt``), the name and caption as the
     panel's title, "keys" under each map. Returns the images (one per panel)."""

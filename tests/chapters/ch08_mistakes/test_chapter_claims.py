@@ -75,7 +75,7 @@ def test_torch_stores_bert_sized_fused_weights_out_by_in():
 
 
 def test_the_shape_keeping_bugs_keep_the_shape_and_change_the_weights():
-    """Section 6: the previous-word toy (one head of 4 in d_model = 16) and its five bugs."""
+    """Section 5: the previous-word toy (one head of 4 in d_model = 16) and its five bugs."""
     from qkv_viz import causal_mask, masked_softmax, softmax
     k = 2 * np.eye(4)
     q = k[[0, 0, 1, 2]]                                    # query i asks for token i-1 (token 0 for itself)
@@ -277,7 +277,7 @@ def test_q_at_k_without_the_transpose_runs_when_s_equals_d_k_and_changes_the_wei
 
 
 def test_a_0_1_mask_multiplied_into_the_scores_hides_nothing():
-    """Section 6: scores * mask sets hidden scores to 0, not -inf: the future keeps weight. On the
+    """Section 5: scores * mask sets hidden scores to 0, not -inf: the future keeps weight. On the
     toy (centred keys, so the hidden scores are below 0) it is not no mask: it gives the future
     more weight, because the hidden scores rise to 0 above the unwanted visible keys'."""
     from qkv_viz import masked_softmax
@@ -337,6 +337,6 @@ def test_tied_to_the_content_the_weights_follow_the_random_contents_not_the_role
 
 
 def test_dot_t_on_a_batch_reverses_every_axis():
-    """Section 6: on (B, S, d_k), .T gives (d_k, S, B); swapaxes(-1, -2) gives (B, d_k, S)."""
+    """Section 1: on (B, S, d_k), .T gives (d_k, S, B); swapaxes(-1, -2) gives (B, d_k, S)."""
     k = np.zeros((2, 3, 4))
     assert k.T.shape == (4, 3, 2) and k.swapaxes(-1, -2).shape == (2, 4, 3)

@@ -1,6 +1,6 @@
 """Chapter 8 claims added in the round-22 rewrite: the tiny per-head layout printout (section 3),
 the width-6 tied K = V being a separate W_k, W_v side by side (section 2), and the two printed
-checks flagging five of section 6's six bugs, all but dividing by sqrt(d_model)."""
+checks flagging five of section 5's six bugs, all but dividing by sqrt(d_model)."""
 import numpy as np
 
 from qkv_viz import masked_softmax, softmax
@@ -63,3 +63,51 @@ def test_row_sums_and_later_weight_flag_five_of_six_bugs_not_the_d_model_scale()
     # scores * mask: hidden scores 0 sit above the unwanted visible keys' scores, so more leaks
     assert bugs["times mask"][~causal].sum() > bugs["no mask"][~causal].sum()
     assert np.all(scores[causal & ~np.eye(4, k=-1, dtype=bool)][1:] < 0)
+
+
+def test_a_search_over_width_3_ties_stays_far_from_separate_matrices():
+    """Section 2: a tied W of width 3, with its own W_q and readout, tuned by random steps from
+    other seeds and for longer than the page's search, still errs far more than separate W_k, W_v
+    of width 3 (error ~0): every run ends above 0.9."""
+    content = np.random.default_rng(0).normal(size=(500, 3, 3))
+    x = np.concatenate([np.broadcast_to(np.eye(3), (500, 3, 3)), content], axis=-1)
+    W_label = np.vstack([4 * np.eye(3), np.zeros((3, 3))])
+    W_content = np.vstack([np.zeros((3, 3)), np.eye(3)])
+
+    def error(W_k, W_v, W_q, reads):
+        w = softmax((np.eye(3, 6) @ W_q) @ (x @ W_k).swapaxes(-1, -2) / np.sqrt(3))
+        return np.linalg.norm(w @ (x @ W_v) @ reads - content, axis=-1).mean()
+
+    assert error(W_label, W_content, W_label, np.eye(3)) < 1e-3          # separate: both jobs
+    tied = lambda p: error(p[:18].reshape(6, 3), p[:18].reshape(6, 3),   # noqa: E731
+                           p[18:36].reshape(6, 3), p[36:].reshape(3, 3))
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        p, step = rng.normal(size=45), 0.5
+        e = tied(p)
+        for _ in range(5000):
+            trial = p + step * rng.normal(size=45)
+            e_trial = tied(trial)
+            if e_trial < e:
+                p, e, step = trial, e_trial, 1.5 * step
+            else:
+                step = max(0.98 * step, 1e-3)
+        assert e > 0.9
+
+
+def test_the_counts_of_shape_keeping_bugs_agree():
+    """The goal's 'seven bugs that keep every shape' = section 5's six table rows, each one map of
+    the gallery besides 'right', plus the (B, 1, S) broadcast; k.T (which changes the shape) is
+    in section 1, not in section 5's table."""
+    import json
+    import pathlib
+    import re
+    nb = json.loads((pathlib.Path(__file__).resolve().parents[3] / "notebooks" / "08_common_mistakes.ipynb").read_text())
+    cells = ["".join(c["source"]) for c in nb["cells"]]
+    assert "seven bugs that keep every shape" in cells[0]
+    section = next(i for i, s in enumerate(cells) if s.startswith("## 5. Bugs that keep every shape"))
+    rows = [line for line in cells[section].splitlines() if line.startswith("|")][2:]
+    maps = re.findall(r'^\s*(?:maps = \{)?"([^"]+)": \(', cells[section + 1], flags=re.M)
+    assert len(rows) == 6 and len(maps) == 7 and maps[0] == "right"
+    assert "k.T" not in cells[section] and "k.T" in cells[next(i for i, s in enumerate(cells) if s.startswith("## 1."))]
+    assert "five of the six bugs" in cells[section + 3] and cells[section + 4].startswith("A seventh bug")

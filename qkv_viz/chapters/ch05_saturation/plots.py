@@ -11,8 +11,12 @@ import numpy as np
 
 from qkv_viz.viz import style
 
-COLORS = {"scaled": style.SCALED_COLOR, "unscaled": style.UNSCALED_COLOR, "divided twice": style.OKABE_ITO[2],
-          "small start": style.CONTROL_COLOR, "lr / 4": style.OKABE_ITO[7]}
+# divided twice (green) must not look like scaled (dark blue): the two curves nearly overlap.
+COLORS = {"scaled": style.SCALED_COLOR, "unscaled": style.UNSCALED_COLOR, "divided twice": style.CONTROL_COLOR,
+          "small start": style.OKABE_ITO[7], "lr / 4": style.OKABE_ITO[1]}
+
+
+LINESTYLES = {"divided twice": "--"}   # dashed, so it shows where it runs on top of scaled
 
 
 def _color(name: str, i: int) -> str:
@@ -66,9 +70,10 @@ def learning_curves(acc: dict, chance: float, ax=None, window: int = 10, target:
         runs = np.atleast_2d(np.asarray(a, dtype=float))             # (n_seeds, steps)
         smoothed = np.stack([smooth(r, window) for r in runs])        # (n_seeds, steps)
         steps = np.arange(runs.shape[1])
-        (line,) = ax.plot(steps, smoothed.mean(0), color=_color(name, i), lw=2, label=name)
+        (line,) = ax.plot(steps, smoothed.mean(0), color=_color(name, i), lw=2, label=name,
+                          ls=LINESTYLES.get(name, "-"))
         if len(runs) > 1:
-            ax.fill_between(steps, smoothed.min(0), smoothed.max(0), color=line.get_color(), alpha=0.2, lw=0)
+            ax.fill_between(steps, smoothed.min(0), smoothed.max(0), color=line.get_color(), alpha=0.25, lw=0)
         lines.append(line)
     if target is not None:
         lines.append(ax.axhline(target, color="black", lw=1, ls="--",

@@ -104,3 +104,13 @@ def test_weights_over_training_uses_the_books_weights_colormap_and_distinct_run_
     assert len({sp._color(name, i) for i, name in enumerate(runs)}) == len(runs)
     plt.close("all")
 
+
+
+def test_divided_twice_stands_out_from_scaled():
+    """The two nearly overlapping curves (page, learning curves) differ in colour family and line style."""
+    from matplotlib.colors import rgb_to_hsv, to_rgb
+    lines = sp.learning_curves({"scaled": np.zeros(20), "divided twice": np.zeros(20)}, chance=1 / 16)
+    h1, h2 = (rgb_to_hsv(to_rgb(ln.get_color()))[0] for ln in lines[:2])
+    assert abs(h1 - h2) > 0.05                                          # another hue, not a lighter blue
+    assert lines[0].get_linestyle() != lines[1].get_linestyle()
+    plt.close("all")

@@ -2,9 +2,9 @@
 
 ``plot_library``, ``plot_weight_bars``, ``weights_vs_temperature`` take ``ax=None``,
 return the artists and never call ``plt.show()``. Colours come from the book's
-style (``qkv_viz.viz.style``): keys in KEY_COLOR, the query in QUERY_COLOR, and
-every key arrow has the same width and carries its weight as a label ("book 0: 0.49"),
-and weight bars are drawn on their fixed 0..1 scale. The interactive version is in ``widget``.
+style (``qkv_viz.viz.style``): keys in KEY_COLOR, the query in QUERY_COLOR, every
+key arrow has the same width and carries its book's short name and weight as a label
+("Attention" over "0.49"), and weight bars are drawn on their fixed 0..1 scale. The interactive version is in ``widget``.
 """
 from __future__ import annotations
 
@@ -88,6 +88,7 @@ def _place_labels(ax, labels, arrows, relayout=True):
     renderer = _renderer(ax.figure)
     obstacles = np.concatenate([_segment_points(ax, *a) for a in arrows])
     to_px = ax.figure.dpi / 72.0
+    frame = ax.get_window_extent(renderer)  # labels stay inside the panel
     placed, artists = [], []
     for text, tip, color, weight in labels:
         ann = ax.annotate(text, tip, xytext=(0, 0), textcoords="offset points", ha="center",
@@ -97,13 +98,16 @@ def _place_labels(ax, labels, arrows, relayout=True):
         tip_px = ax.transData.transform(tuple(tip))
         x, y = tip
         base = np.arctan2(y, x) if (x, y) != (0, 0) else np.pi / 2
-        spots = [(turn, dist) for turn in (0, 30, -30, 60, -60, 90, -90, 120, -120, 150, -150, 180)
-                 for dist in (1.0, 1.4, 1.8, 2.4, 3.0)]
-        for turn, dist in spots + [(0, 1.0)]:  # nowhere free: straight outward
+        turns = [0] + [sign * t for t in range(15, 180, 15) for sign in (1, -1)] + [180]
+        spots = [(turn, dist) for turn in turns for dist in (1.0, 1.4, 1.8, 2.4, 3.0)]
+        # a free spot inside the panel, else a free spot anywhere, else straight outward
+        tries = [(turn, dist, True) for turn, dist in spots] + [(turn, dist, False) for turn, dist in spots]
+        for turn, dist, in_frame in tries + [(0, 1.0, False)]:
             u = np.array([np.cos(base + np.radians(turn)), np.sin(base + np.radians(turn))])
             centre = tip_px + u * (dist * LABEL_OFFSET_PT * to_px + np.abs(u) @ (half - 2.0))
             box = Bbox.from_extents(*(centre - half), *(centre + half))
-            if not np.any(_inside(box, obstacles)) and not any(box.overlaps(p) for p in placed):
+            if (not np.any(_inside(box, obstacles)) and not any(box.overlaps(p) for p in placed)
+                    and (not in_frame or (frame.contains(*box.min) and frame.contains(*box.max)))):
                 break
         ann.xyann = tuple((centre - tip_px) / to_px)  # offset in points
         placed.append(box)
@@ -114,8 +118,8 @@ def _place_labels(ax, labels, arrows, relayout=True):
 def plot_library(library, query, ax=None, weights=None, relayout=True):
     """Keys as arrows from the origin (all of width ``KEY_LW``), the query as a dashed arrow.
 
-    Arrows are numbered like the books (0 = first title); with ``weights``
-    (n_books,) each label also gives the book's weight, "book 0: 0.49".
+    Each arrow is labelled with its book's short name (``library.short``); with ``weights``
+    (n_books,) the label also gives the book's weight under the name, "Attention\n0.49".
     Only the first two key coordinates are drawn.
     ``relayout=False`` skips laying the figure out before placing the labels
     (for a caller that has already done it once for several panels).
@@ -130,7 +134,7 @@ def plot_library(library, query, ax=None, weights=None, relayout=True):
                              f"got {weights.shape}")
     lws = np.full(library.n_books, KEY_LW)
     q = np.asarray(query, dtype=float)[:2]
-    lim = 1.6 * max(np.abs(library.keys[:, :2]).max(), np.abs(q).max())  # room for "book j: w" labels
+    lim = 1.6 * max(np.abs(library.keys[:, :2]).max(), np.abs(q).max())  # room for "name: w" labels
     ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal",
            xlabel=f"key[0]: {KEY_AXES[0]}", ylabel=f"key[1]: {KEY_AXES[1]}")
     ax.set_xticks([-2, 0, 2])
@@ -149,8 +153,8 @@ def plot_library(library, query, ax=None, weights=None, relayout=True):
         shrinkA=0, shrinkB=0, mutation_scale=14)))
     specs.append((q, 2.0, 7.0))
     labels = [("query", q, QUERY_COLOR, "bold")] + [
-        (f"book {i}" if weights is None else f"book {i}: {weights[i]:.2f}", key, KEY_COLOR, "normal")
-        for i, key in enumerate(library.keys[:, :2])]
+        (name if weights is None else f"{name}\n{weights[i]:.2f}", key, KEY_COLOR, "normal")
+        for i, (name, key) in enumerate(zip(library.short, library.keys[:, :2]))]
     texts = _place_labels(ax, labels, specs, relayout=relayout)
     artists = []
     for arrow, text in zip(arrows[:-1], texts[1:]):
@@ -158,8 +162,8 @@ def plot_library(library, query, ax=None, weights=None, relayout=True):
     artists += [arrows[-1], texts[0]]
     ax.axhline(0, color="0.85", lw=0.5, zorder=0)
     ax.axvline(0, color="0.85", lw=0.5, zorder=0)
-    moved = [f"book {j} lies along book {i}: drawn offset" for j, i in enumerate(_collinear_partners(library.keys[:, :2]))
-             if i >= 0]  # the figure says which arrow is not where its key is
+    moved = [f"{library.short[j]} lies along {library.short[i]}: drawn offset"
+             for j, i in enumerate(_collinear_partners(library.keys[:, :2])) if i >= 0]  # the figure says which arrow is not where its key is
     if moved:
         ax.text(0.5, 0.03, "\n".join(moved), transform=ax.transAxes, ha="center", va="bottom",
                 color=KEY_COLOR, fontsize=style.ANNOTATION_PT, fontstyle="italic", gid="collinear-note")
@@ -188,11 +192,6 @@ def plot_weight_bars(weights, titles, ax=None, title=None):
     return bars
 
 
-def numbered_titles(library) -> list:
-    """'1 Title', '2 Title', ...: the labels that match ``plot_library``'s arrows."""
-    return [f"{i} {t}" for i, t in enumerate(library.titles)]
-
-
 def library_and_weights(library, query, temperature=1.0, axes=None):
     """Which books does the query read, and how much? Two panels: the keys and the
     query (each key labelled with its weight), and the weights as bars with the books' titles.
@@ -202,11 +201,11 @@ def library_and_weights(library, query, temperature=1.0, axes=None):
     """
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.42), layout="constrained",
-                               gridspec_kw=dict(width_ratios=[1, 1.25]))
+                               gridspec_kw=dict(width_ratios=[1.4, 1]))
     w = soft_lookup(query, library, temperature)[1]
-    axes[0].set_title("keys and query (book: weight)", fontsize=style.TITLE_PT)
+    axes[0].set_title("keys and query (book and weight)", fontsize=style.TITLE_PT)
     artists = plot_library(library, query, ax=axes[0], weights=w)
-    artists.append(plot_weight_bars(w, numbered_titles(library), ax=axes[1],
+    artists.append(plot_weight_bars(w, list(library.titles), ax=axes[1],
                                     title=f"weights at temperature τ = {temperature:g}"))
     engine = axes[0].figure.get_layout_engine()
     if engine is not None:  # constrained layout settles in two passes (the save is the second): else the
@@ -238,7 +237,7 @@ def weights_vs_temperature(temperatures, weights, library, ax=None, marks=(1.0, 
         _, ax = plt.subplots(figsize=style.figsize(1.0, 0.4), layout="constrained")
     colors = plt.get_cmap("tab10")(np.arange(library.n_books))
     lines = []
-    for j, (title, color) in enumerate(zip(numbered_titles(library), colors)):
+    for j, (title, color) in enumerate(zip(list(library.titles), colors)):
         lines += ax.plot(taus, weights[:, j], color=color, lw=2.0, label=title)
     for t in marks:
         lines.append(ax.axvline(t, color="0.5", lw=1.0, ls=":"))
@@ -292,7 +291,7 @@ def output_as_sum(contributions, library, value_axes, ax=None, label_min=0.035):
     colors = plt.get_cmap("tab10")(np.arange(library.n_books))
     rows = np.arange(len(value_axes))
     left, bars, thin, handles = np.zeros(len(value_axes)), [], [], []
-    for j, (title, color) in enumerate(zip(numbered_titles(library), colors)):
+    for j, (title, color) in enumerate(zip(list(library.titles), colors)):
         piece = contributions[j]                                             # (d_v,): w_j * v_j
         bars.append(ax.barh(rows, piece, left=left, color=color, label=title, edgecolor="white", lw=0.8))
         visible = piece.max() >= VISIBLE_MIN
@@ -305,8 +304,8 @@ def output_as_sum(contributions, library, value_axes, ax=None, label_min=0.035):
                         color="white", fontsize=style.ANNOTATION_PT)
             elif piece[r] > 0:
                 small.append(f"{value_axes[r]} {piece[r]:.3f}" if piece[r] >= 5e-4 else f"{value_axes[r]} < 0.001")
-        if small:  # a book with no visible segment is named in full: it has no legend entry
-            thin.append(f"{j}: " + ", ".join(small) if visible else f"{title}:\n   " + ", ".join(small))
+        if small:
+            thin.append(f"{title}: " + ", ".join(small) if visible else f"{title}:\n   " + ", ".join(small))
         left = left + piece
     for r in rows:
         ax.text(left[r] + 0.01, r, f"= {left[r]:.3f}", ha="left", va="center", fontsize=style.FONT_PT)
@@ -317,7 +316,7 @@ def output_as_sum(contributions, library, value_axes, ax=None, label_min=0.035):
     legend = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
                        fontsize=style.FONT_PT)
     if thin:
-        ax.annotate("too thin to label, book:\n" + "\n".join(thin), (1.02, 0.0), xycoords="axes fraction",
+        ax.annotate("too thin to label:\n" + "\n".join(thin), (1.02, 0.0), xycoords="axes fraction",
                     ha="left", va="bottom", fontsize=style.FONT_PT, color="#444444")
     ax.set_title("the output: each book's value times its weight, stacked", fontsize=style.TITLE_PT)
     return bars

@@ -28,11 +28,15 @@ VALUE_AXES = ("AI facts", "recipes", "history")  # what the three value entries 
 
 @dataclass(frozen=True)
 class Library:
-    """Books with titles, keys (n_books, d_k) and values (n_books, d_v)."""
+    """Books with titles, keys (n_books, d_k) and values (n_books, d_v).
+
+    ``short``: a short name per book, for labels in a crowded picture (default: the titles).
+    """
 
     titles: tuple
     keys: np.ndarray
     values: np.ndarray
+    short: tuple = ()
 
     def __post_init__(self):
         keys = as_array("keys", self.keys, ndim=2)
@@ -43,7 +47,11 @@ class Library:
                              f"{values.shape} must describe the same number of books")
         if len(set(titles)) != len(titles):
             raise ValueError(f"titles must be unique, got {titles}")
+        short = tuple(str(t) for t in self.short) or titles
+        if len(short) != len(titles):
+            raise ValueError(f"short names ({len(short)}) must be one per book ({len(titles)})")
         object.__setattr__(self, "titles", titles)
+        object.__setattr__(self, "short", short)
         object.__setattr__(self, "keys", keys)
         object.__setattr__(self, "values", values)
 
@@ -66,7 +74,7 @@ def demo_library() -> Library:
                        [0.0, 0.9, 0.1],
                        [0.5, 0.5, 0.0],
                        [0.0, 0.1, 0.9]])
-    return Library(titles, keys, values)
+    return Library(titles, keys, values, short=("Attention", "Deep Learning", "Kitchen", "Robot Chefs", "History"))
 
 
 DEMO_QUERY = np.array([1.5, 0.5])  # "mostly AI, a little food"

@@ -36,7 +36,7 @@ def lookup_available(query, keys, values, available, temperature):
     return weights @ values, weights                       # (S,) @ (S, d_v) -> (d_v,)
 
 
-# Exercise 3: the condition the exercise states (derived in Going further). Book j gains from warming while d_j is below the weighted mean sum_i w_i d_i.
+# Exercise 3: the condition the exercise hints at (derived in the fold after the exercise). Book j gains from warming while d_j is below the weighted mean sum_i w_i d_i.
 def gains_when_warmer(dots, tau):
     """dots (S,): the dot products q . k_j; tau > 0 -> (S,) bool: True where the weight rises as tau rises."""
     dots = np.asarray(dots, dtype=float)

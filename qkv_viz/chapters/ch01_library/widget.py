@@ -90,7 +90,7 @@ class LibraryFigure(CheckedFigure):
         best = int(np.argmax(self.library.keys @ np.asarray(self.query)))
         names = VALUE_AXES if len(output) == len(VALUE_AXES) else [f"value[{c}]" for c in range(len(output))]
         # one short line per panel: the hard pick above the keys, the soft blend above the bars
-        axes[0].set_title(f"hard lookup picks book {best}", fontsize=style.TITLE_PT)
+        axes[0].set_title(f"hard lookup picks {self.library.titles[best]}", fontsize=style.TITLE_PT)
         axes[1].set_title("")  # the centred one library_and_weights wrote: replaced by the right-aligned one
         axes[1].set_title(f"τ = {self.temperature:.3g}, output: "
                           + ", ".join(f"{a} {x:.2f}" for x, a in zip(output, names)), fontsize=style.TITLE_PT,

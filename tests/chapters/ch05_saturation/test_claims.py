@@ -108,8 +108,8 @@ def test_unscaled_batch_gradient_is_larger_at_the_start(seed):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_a_loss_on_the_scores_would_not_starve_saturated_rows(seed):
-    """Page, where the loss is introduced: a cross-entropy on the scores themselves sends back w_i - e_i, whose
-    median size is larger unscaled (printed 1.41) than scaled (1.01), while the toy's loss through the weights
+    """Page, after "Why a saturated row stops learning": a cross-entropy on the scores themselves sends back
+    w_i - e_i, whose median size is larger unscaled (printed 1.41) than scaled (1.01), while the toy's loss through the weights
     sends the median unscaled query many times less than the scaled one."""
     x, W_q, W_k = _start(seed)
     dots = (x @ W_q) @ (x @ W_k).swapaxes(-1, -2)

@@ -98,6 +98,8 @@ class CanvasFigure(anywidget.AnyWidget):
         png = self.still_with_controls()
         data["image/png"] = base64.b64encode(png).decode()
         data["text/html"] = static_html(self, png)
+        # What a reader of the saved file (or a plain console) sees instead of "<... object at 0x...>"
+        data["text/plain"] = STATIC_TEXT.format(name=type(self).__name__)
         return data, metadata
 
 
@@ -130,6 +132,8 @@ render({{model: staticModel(state), el}});
 # The still picture's text alternative until the script replaces it with the live figure (whose
 # canvases then describe themselves); a figure class may set ``static_alt`` to say more.
 STATIC_ALT = "{name}: a still picture of the interactive figure in its first state"
+STATIC_TEXT = ("{name}: an interactive figure, live in JupyterLab, Notebook 7 and the web edition "
+               "(a still picture of its first state where it cannot run)")
 
 
 def static_html(widget, png: bytes | None = None) -> str:

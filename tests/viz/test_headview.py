@@ -69,3 +69,13 @@ def test_bundle_has_the_live_widget_the_static_html_and_a_png():
     html = data["text/html"]
     assert "qkv-headview" in html and '<script type="module">' in html and "</script>" in html
     assert "http://" not in html.split("<script")[1] and "https://" not in html
+
+
+def test_a_saved_figure_says_what_it_is_in_plain_text():
+    """The text/plain part of the output (what the saved file and a console show) names the
+    figure in words, not as '<qkv_viz.viz.headview.HeadView object at 0x...>'."""
+    data, _ = head_view(TOKENS, W, focus="bank", title="bank")._repr_mimebundle_()
+    text = data["text/plain"]
+    assert text.startswith("HeadView: an interactive figure"), text
+    assert "object at 0x" not in text and "web edition" in text
+    assert data["image/png"] and data["text/html"]

@@ -158,3 +158,53 @@ def check_which_pairing(fn, seed=None) -> Feedback:
                           praise="Right on every case, whatever the base and the positions: a rotation "
                                  "keeps each pair's length, so the pairs whose lengths survived are the "
                                  "pairs that were turned.")
+
+
+# ---------------------------------------------------------------- exercise 4: add or concatenate?
+def concat_cases(seed=None, n_cases: int = 6) -> list:
+    """(x_m, p_m, x_n, p_n, W_q, W_k): word parts (d_x,), position parts (d_p,), W_q, W_k (d_x + d_p, d_k).
+    d_x and d_p differ, so a split at the wrong row changes the shapes' meaning."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(n_cases):
+        d_x, d_p, d_k = int(rng.integers(3, 7)), int(rng.integers(2, 5)), int(rng.integers(2, 6))
+        x_m, x_n = rng.normal(size=(2, d_x))
+        p_m, p_n = rng.normal(size=(2, d_p))
+        W_q, W_k = rng.normal(size=(2, d_x + d_p, d_k))
+        cases.append((x_m, p_m, x_n, p_n, W_q, W_k))
+    return cases
+
+
+def _concat_terms(x_m, p_m, x_n, p_n, W_q, W_k):
+    """The four terms from the blocks W_q = [A; B], W_k = [C; D] (rows for x, then for p)."""
+    d_x = len(x_m)
+    A, B, C, D = W_q[:d_x], W_q[d_x:], W_k[:d_x], W_k[d_x:]
+    return np.array([(x_m @ A) @ (x_n @ C), (x_m @ A) @ (p_n @ D),
+                     (p_m @ B) @ (x_n @ C), (p_m @ B) @ (p_n @ D)])
+
+
+def _diagnose_concat(got, want, case) -> str | None:
+    x_m, p_m, x_n, p_n, W_q, W_k = case
+    whole = (np.concatenate([x_m, p_m]) @ W_q) @ (np.concatenate([x_n, p_n]) @ W_k)
+    if np.allclose(got, want[[0, 2, 1, 3]]):
+        return ("word-position and position-word are swapped: word-position is the query's word part "
+                "against the key's position part, (x_m A) . (p_n D).")
+    if np.isclose(got[0], whole) and np.allclose(got[1:], 0):
+        return ("your first number is the whole score [x_m, p_m] W_q . [x_n, p_n] W_k; split it into four, "
+                "one for each pair of blocks.")
+    if np.isclose(got.sum(), whole):
+        return ("your four numbers add up to the whole score, but they are not the four terms: word-word "
+                "uses only x_m, x_n and the blocks A, C; position-position only p_m, p_n, B and D.")
+    return None
+
+
+def check_concat_terms(fn, seed=None) -> Feedback:
+    """Exercise 4: ``fn(x_m, p_m, x_n, p_n, W_q, W_k)`` -> the four terms (4,) of [x_m, p_m] W_q . [x_n, p_n] W_k."""
+    return check_function(fn, _concat_terms, concat_cases(seed), name="concat_terms",
+                          diagnose=_diagnose_concat, atol=1e-9,
+                          praise="Right on every case, and the four terms are all there: [x_m, p_m] W_q "
+                                 "= x_m A + p_m B, so appending p_m is adding p_m B, a learned projection "
+                                 "of it, and words and positions meet in q . k as before. Concatenating "
+                                 "only costs width (longer vectors everywhere), which is why the original "
+                                 "Transformer adds. RoPE is what keeps positions out of the word terms: "
+                                 "it turns q and k instead of adding anything.")

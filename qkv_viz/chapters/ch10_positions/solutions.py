@@ -35,7 +35,19 @@ def which_pairing(x, rotated):
     return "adjacent" if adjacent else "half"
 
 
-# Exercise 4 (conceptual): why add the positions to X instead of concatenating them?
+# Exercise 4: concatenate instead of adding. Split W_q's rows into A (they meet x) and B (they meet p),
+# W_k's into C and D: [x, p] W_q = x A + p B, so the score still has four terms.
+def concat_terms(x_m, p_m, x_n, p_n, W_q, W_k):
+    """Word parts (d_x,), position parts (d_p,), W_q, W_k (d_x + d_p, d_k) -> the four terms (4,)."""
+    d_x = len(x_m)
+    A, B = W_q[:d_x], W_q[d_x:]                         # (d_x, d_k), (d_p, d_k)
+    C, D = W_k[:d_x], W_k[d_x:]
+    q_word, q_pos = x_m @ A, p_m @ B                    # (d_k,) each: q = q_word + q_pos
+    k_word, k_pos = x_n @ C, p_n @ D
+    return np.array([q_word @ k_word, q_word @ k_pos, q_pos @ k_word, q_pos @ k_pos])
+
+
+# Why add the positions to X instead of concatenating them?
 CONCATENATE = """\
 Concatenate: x' = [x, p], of width d_model + d_p. Split W_q's rows the same way, W_q = [A; B]:
 then q = x' W_q = x A + p B. That is "add a position vector" again, only the position vector is

@@ -8,7 +8,7 @@ from qkv_viz.chapters.ch10_positions import solutions as sol
 from qkv_viz.core.positions import apply_rope, rope_dot, rope_frequencies
 
 SOLVED = [(ex.check_rope_half, sol.rope_half), (ex.check_relative_dot, sol.relative_dot),
-          (ex.check_which_pairing, sol.which_pairing)]
+          (ex.check_which_pairing, sol.which_pairing), (ex.check_concat_terms, sol.concat_terms)]
 
 
 @pytest.mark.parametrize("check, answer", SOLVED)
@@ -94,3 +94,24 @@ def test_concatenation_is_adding_a_projected_position():
     A, B = W[:4], W[4:]
     np.testing.assert_allclose(np.concatenate([x, p], 1) @ W, x @ A + p @ B)
     assert "p B" in sol.CONCATENATE
+
+
+def test_concat_terms_names_the_usual_slips_and_its_praise_answers_the_question():
+    fb = ex.check_concat_terms(sol.concat_terms)
+    assert fb.correct and "x_m A + p_m B" in fb.message
+    swapped = lambda *a: sol.concat_terms(*a)[[0, 2, 1, 3]]
+    assert "swapped" in ex.check_concat_terms(swapped).message
+    whole = lambda *a: np.array([sol.concat_terms(*a).sum(), 0.0, 0.0, 0.0])
+    fb = ex.check_concat_terms(whole)
+    assert not fb.correct and "whole score" in fb.message
+    spread = lambda *a: np.full(4, sol.concat_terms(*a).sum() / 4)
+    fb = ex.check_concat_terms(spread)
+    assert not fb.correct and "add up to the whole score" in fb.message
+    # a split at the wrong row (p's rows taken for x's) is wrong, and the checker says so
+    def off_by_one(x_m, p_m, x_n, p_n, W_q, W_k):
+        d = len(x_m) - 1
+        A, B, C, D = W_q[:d], W_q[d:], W_k[:d], W_k[d:]
+        xm, pm = np.r_[x_m, p_m][:d], np.r_[x_m, p_m][d:]
+        xn, pn = np.r_[x_n, p_n][:d], np.r_[x_n, p_n][d:]
+        return np.array([(xm @ A) @ (xn @ C), (xm @ A) @ (pn @ D), (pm @ B) @ (xn @ C), (pm @ B) @ (pn @ D)])
+    assert not ex.check_concat_terms(off_by_one).correct

@@ -167,3 +167,13 @@ def test_the_pages_draw_is_the_explorers_so_page_and_explorer_quote_one_number()
         page = weights_at_dk(256, 16, 16, 0, scale=scale)[1].max(axis=1).mean()
         explorer = head_attention(0, 1, 16, 256, scale, 1.0)[2]["max_weight"]
         assert page == pytest.approx(explorer, abs=1e-12) and round(float(page), 2) == want
+
+
+def test_at_d_k_1_rows_rank_the_keys_by_k_or_in_reverse_by_the_sign_of_q():
+    """Page: at d_k = 1 the score is q_i k_j, so a row with q_i > 0 peaks at the largest k_j and a row with
+    q_i < 0 at the smallest; the page's draw has rows of both kinds (7 and 9)."""
+    q, k = random_qk(1, 16, 16, seed=0)                                  # (16, 1) each
+    peak = softmax(q @ k.T).argmax(axis=1)                       # (16,): each row's top key
+    up = q[:, 0] > 0
+    assert np.all(peak[up] == k.argmax()) and np.all(peak[~up] == k.argmin())
+    assert 0 < up.sum() < 16 and k.argmax() != k.argmin()

@@ -139,3 +139,21 @@ def test_the_qkv_tables_are_x_times_the_ws(page):
         block = out.split(name)[1].strip().split("\n\n")[0].split("\n")[1:]
         got = np.array([[float(x) for x in line.split()[1:]] for line in block])
         np.testing.assert_allclose(got, X @ W)
+
+
+def test_with_its_key_as_its_query_bank_blurs_its_sense(page):
+    """Query != key: with W_k in place of W_q, "bank" asks mostly for a noun (key (0.6, 1) against query
+    (2, 1)), reads itself almost as much as the word that tells its sense (still read most), and gathers
+    less of that sense."""
+    x_bank = np.array(page["table"]["bank"], dtype=float)
+    q, k = x_bank @ page["W_q"], x_bank @ page["W_k"]
+    assert q[0] > q[1] and k[1] > k[0]  # asks mostly for a topic, is mostly a noun
+    for sentence, clue, sense in ((RIVER, "river", 0), (RATES, "rates", 1)):
+        tokens, X = sentence.split(), page["embed"](sentence)
+        b, c = tokens.index("bank"), tokens.index(clue)
+        out, w = page["self_attention"](X, page["W_q"], page["W_k"], page["W_v"])
+        out_k, w_k = page["self_attention"](X, page["W_k"], page["W_k"], page["W_v"])
+        assert w_k[b].argmax() == c and w_k[b, c] - w_k[b, b] < w[b, c] - w[b, b]  # itself closer behind
+        assert w_k[b, b] > w[b, b] and w_k[b].max() < w[b].max()  # flatter
+        assert 0 < w_k[b, c] - w_k[b, b] < 0.1  # "almost as much"
+        assert out_k[b, sense] < out[b, sense] - 0.05  # less of its sense

@@ -1,4 +1,4 @@
-"""Chapter 6 exercises: batched multi-head attention (checked against torch), what each head writes through W_o, one matrix W_v W_o per head; sizes; one head of the toy picks the cat.
+"""Chapter 6 exercises: batched multi-head attention (checked against torch), what each head writes through W_o, one matrix W_v W_o per head; one head's weights from torch's packed in_proj_weight; one head of the toy picks the cat.
 
 Each ``check_*`` returns a ``Feedback``: right or wrong plus a precise hint, never the
 answer. The code checkers run the reader's function on fresh random cases (a new
@@ -10,13 +10,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from qkv_viz.chapters.feedback import AnswerError, Feedback, as_array, check_exact, check_function, no_answer
-from qkv_viz.core.config import AttentionConfig
+from qkv_viz.chapters.feedback import AnswerError, Feedback, as_array, check_function, no_answer
 from qkv_viz.core.multihead import split_heads
-from qkv_viz.core.sizes import param_count
 
-GPT2_MEDIUM = AttentionConfig(d_model=1024, n_heads=16)  # exercises 4 and 5 (not used on the page)
-HEAD_EX4 = 9
 
 
 def _code(fn, reference, cases, name, diagnose) -> Feedback:
@@ -186,26 +182,63 @@ def check_fold_ov(fn, seed=None) -> Feedback:
     return _code(fn, fold_ov_reference, fold_cases(seed=seed), "your fold_ov", _diagnose_fold)
 
 
-# ---------------------------------------------------------------- exercises 4 and 5: sizes
-def check_head_columns(answer) -> Feedback:
-    """Exercise 4: ``(start, stop)`` of the columns of W_q that head 9 owns when
-    d_model = 1024 is split over 16 heads (heads counted from 0, stop excluded)."""
-    d_k = GPT2_MEDIUM.d_k
-    return check_exact(answer, (HEAD_EX4 * d_k, (HEAD_EX4 + 1) * d_k),
-                       hint="find d_k first; heads are counted from 0 and each owns d_k consecutive "
-                            "columns, stop excluded as in a Python slice.")
+# ---------------------------------------------------------------- exercise 4: one head from torch's packed weight
+def head_from_in_proj_reference(in_proj_weight, n_heads, h):
+    """Head h's (W_q^(h), W_k^(h), W_v^(h)), each (d_model, d_k) in the book's ``x @ W`` layout, from
+    torch's packed ``in_proj_weight`` (3*d_model, d_model): W_q, W_k, W_v stacked, each (out, in)."""
+    d_k = in_proj_weight.shape[1] // n_heads
+    rows = slice(h * d_k, (h + 1) * d_k)              # head h's output rows inside each of the three
+    return tuple(np.ascontiguousarray(W[rows].T)      # (d_k, d_model) -> (d_model, d_k)
+                 for W in np.split(in_proj_weight, 3))
 
 
-def check_in_proj_params(answer) -> Feedback:
-    """Exercise 5: the numbers in ``in_proj_weight`` plus ``in_proj_bias`` of
-    ``torch.nn.MultiheadAttention(1024, 16)``."""
-    return check_exact(answer, param_count(GPT2_MEDIUM, bias=True, include_output=False),
-                       hint="in_proj_weight stacks W_q, W_k and W_v, each (d_model, d_model) in torch's "
-                            "(out, in) layout; in_proj_bias holds one number per row of it. W_o is not "
-                            "part of either.")
+def in_proj_cases(n: int = 4, seed=None):
+    """(in_proj_weight (3*d_model, d_model), H, h) with H != d_k and 1 <= h < H, so an offset forgotten,
+    a head counted from 1 or a missing transpose always shows."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(n):
+        H, d_k = (int(v) for v in rng.choice(np.arange(2, 7), size=2, replace=False))
+        d_model = H * d_k
+        cases.append((rng.normal(size=(3 * d_model, d_model)), H, int(rng.integers(1, H))))
+    return cases
 
 
-# ---------------------------------------------------------------- exercise 6: one head picks the cat
+def _diagnose_in_proj(got, want, case):
+    W, H, h = case
+    d_model = W.shape[1]
+    d_k = d_model // H
+    if not isinstance(got, tuple) or len(got) != 3:
+        return None
+    if all(g.shape == (d_k, d_model) for g in got):
+        return ("each of your matrices is (d_k, d_model), torch's (out, in) layout: transpose it to this "
+                "chapter's (d_model, d_k), used as x @ W.")
+    if any(g.shape != w.shape for g, w in zip(got, want)):
+        return None
+    if all(np.allclose(g, want[0]) for g in got):
+        return ("you returned head h's queries three times: W_k's rows start at row d_model of "
+                "in_proj_weight and W_v's at 2*d_model.")
+    per_head = [W[3 * h * d_k + i * d_k: 3 * h * d_k + (i + 1) * d_k].T for i in range(3)]
+    if all(np.allclose(g, p) for g, p in zip(got, per_head)):
+        return ("torch does not pack q, k, v head by head: all of W_q comes first (rows 0 .. d_model - 1), "
+                "then all of W_k, then all of W_v; head h is a block of d_k rows inside each.")
+    for other in (h - 1, h + 1):
+        if 0 <= other < H and all(np.allclose(g, w) for g, w in
+                                  zip(got, head_from_in_proj_reference(W, H, other))):
+            return f"you returned head {other}'s block, not head {h}'s: heads are counted from 0."
+    return None
+
+
+def check_head_from_in_proj(fn, seed=None) -> Feedback:
+    """Exercise 4: ``fn(in_proj_weight, n_heads, h)`` returns head h's (W_q^(h), W_k^(h), W_v^(h)),
+    each (d_model, d_k) in the book's layout."""
+    return check_function(fn, head_from_in_proj_reference, in_proj_cases(seed=seed),
+                          name="your head_from_in_proj", diagnose=_diagnose_in_proj, shape_hints=True,
+                          returns=("W_q^(h)", "W_k^(h)", "W_v^(h)"),
+                          praise="It cuts torch's packed matrix exactly as MultiheadAttention's forward does.")
+
+
+# ---------------------------------------------------------------- exercise 5: one head picks the cat
 TOY_TOKENS = ("cat", "sat", "mat")
 TOY_FEATURES = ("animal", "place", "verb", "colour", "who", "where")
 TOY_X = np.array([[1., 0, 0, 1, 0, 0], [0., 0, 1, 0, 0, 0], [0., 1, 0, -1, 0, 0]])  # the page's cat, sat, mat
@@ -232,7 +265,7 @@ def best_where_miss(w_cat, w_mat):
 
 
 def check_one_head_for_the_cat(W_q) -> Feedback:
-    """Exercise 6: a (6, 2) W_q with which one head gives "sat" at least 0.9 weight on "cat"."""
+    """Exercise 5: a (6, 2) W_q with which one head gives "sat" at least 0.9 weight on "cat"."""
     if W_q is None:
         return no_answer()
     try:

@@ -45,19 +45,19 @@ def fold_ov(W_v, W_o, n_heads):
     return np.stack(folded)                          # (H, d_model, d_model); summed over h: W_v @ W_o
 
 
-def head_columns():
-    """Exercise 4. d_k = 1024 / 16 = 64; head 9 owns columns 9*64 .. 10*64 - 1."""
-    d_k = 1024 // 16
-    return (9 * d_k, 10 * d_k)
-
-
-def in_proj_params():
-    """Exercise 5. in_proj_weight (3*1024, 1024) plus in_proj_bias (3*1024,)."""
-    return 3 * 1024 * 1024 + 3 * 1024
+def head_from_in_proj(in_proj_weight, n_heads, h):
+    """Exercise 4. in_proj_weight (3*d_model, d_model) stacks W_q, W_k, W_v in torch's (out, in) layout."""
+    d_model = in_proj_weight.shape[1]
+    d_k = d_model // n_heads
+    picked = []
+    for start in (0, d_model, 2 * d_model):                       # W_q's rows, then W_k's, then W_v's
+        rows = in_proj_weight[start + h * d_k: start + (h + 1) * d_k]   # head h's d_k output rows: (d_k, d_model)
+        picked.append(rows.T)                                     # our layout: (d_model, d_k), used as x @ W
+    return tuple(picked)
 
 
 def one_head_for_the_cat():
-    """Exercise 6. "sat"'s query is row 2 of W_q (its only feature, verb): ask for an animal only.
+    """Exercise 5. "sat"'s query is row 2 of W_q (its only feature, verb): ask for an animal only.
     Scores: cat 5/sqrt(2) = 3.5, the others 0, so the cat gets e^3.5 / (e^3.5 + 2), about 0.94."""
     W_q = np.zeros((6, 2))
     W_q[2, 0] = 5

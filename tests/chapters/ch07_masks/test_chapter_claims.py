@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from qkv_viz import causal_mask, masked_softmax, multi_head_attention, padding_mask, scaled_dot_product_attention
+from qkv_viz import causal_mask, masked_softmax, multi_head_attention, padding_mask, scaled_dot_product_attention, softmax
 from qkv_viz.bridges.torch_mha import params_from_torch_mha
 
 D, H, T, S = 8, 2, 3, 5
@@ -196,25 +196,65 @@ def test_changing_the_last_input_moves_no_earlier_output_under_the_causal_mask()
         assert np.all(change > 1e-6) if moves else np.all(change == 0)
 
 
-def test_the_pages_two_heads_under_one_mask_give_the_grammar_heads_weights():
-    """The multi-head cell (was printed on the page): the grammar and peeking heads stacked, on the padded
-    batch <bos> le chat noir / <bos> le, under a (B, 1, T, T) mask; head 0 = the grammar head alone."""
-    inputs = ["<bos>", "le", "chat", "noir"]
+def test_the_pages_two_heads_under_one_mask():
+    """Going further's many-heads cell: the peeking head and a previous-input head stacked, on the padded
+    batch <bos> le chat noir / <bos> le, under a (B, 1, T, T) mask. Each head equals itself run alone;
+    the peeking head's rows are uniform (its targets are hidden), the previous-input head keeps its target."""
     Y = np.eye(4)                                          # (T, d_model = 4 here): one-hot decoder inputs
-    W_k = np.eye(4)
-    W_gram = np.zeros((4, 4))
-    for a, b in {"le": "chat", "chat": "le", "noir": "chat"}.items():
-        W_gram[inputs.index(a), inputs.index(b)] = 8.0
-    W_peek = 8.0 * np.eye(4, k=1)
+    W_peek, W_prev = 8.0 * np.eye(4, k=1), 8.0 * np.eye(4, k=-1)
     real = np.arange(4)[None, :] < np.array([4, 2])[:, None]            # (B, T)
     mask = causal_mask(4) & real[:, None, :]                            # (B, T, T)
     Y_b = Y * real[:, :, None]                                          # (B, T, d_model)
-    K = Y_b @ W_k
-    one = masked_softmax((Y_b @ W_gram) @ K.swapaxes(-1, -2) / 2, mask)            # (B, T, T)
-    heads = masked_softmax((Y_b[:, None] @ np.stack([W_gram, W_peek])) @ K[:, None].swapaxes(-1, -2) / 2,
+    K = Y_b                                                             # W_k = I
+    heads = masked_softmax((Y_b[:, None] @ np.stack([W_peek, W_prev])) @ K[:, None].swapaxes(-1, -2) / 2,
                            mask[:, None])                                           # (B, H, T, T)
-    np.testing.assert_allclose(heads[:, 0], one)
-    np.testing.assert_allclose(heads[0, 1], np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None])  # uniform rows
+    for h, W in enumerate((W_peek, W_prev)):
+        np.testing.assert_allclose(heads[:, h], masked_softmax((Y_b @ W) @ K.swapaxes(-1, -2) / 2, mask))
+    np.testing.assert_allclose(heads[0, 0], np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None])  # uniform rows
+    t = np.arange(1, 4)
+    assert heads[0, 1][t, t - 1].min() > 0.9                            # previous input found (0.95..0.98)
+
+
+def test_the_combined_masks_picture_is_the_mask_normalised():
+    """'Both masks at once': the peeking head on the padded batch spreads each row evenly over the keys
+    the causal & padding mask allows, the filler queries included."""
+    Y = np.eye(4)
+    real = np.arange(4)[None, :] < np.array([4, 2])[:, None]
+    mask = causal_mask(4) & real[:, None, :]
+    Y_b = Y * real[:, :, None]
+    w = masked_softmax((Y_b @ (8.0 * np.eye(4, k=1))) @ Y_b.swapaxes(-1, -2) / 2, mask)
+    np.testing.assert_allclose(w, mask / mask.sum(-1, keepdims=True))
+
+
+def test_gradient_steps_on_w_q_learn_the_hand_written_alignment():
+    """'Learning the table': from W_q = 0, gradient steps on the squared miss between output and the
+    wanted kind find each step's English word(s); the analytic gradient matches finite differences."""
+    X, Y = np.eye(10)[:6], np.eye(10)[6:]
+    W_k = np.zeros((10, 6)); W_k[:6] = np.eye(6)
+    W_v = np.zeros((10, 4))
+    for en, kind in {0: 0, 1: 2, 2: 1, 3: 3, 4: 3}.items():            # the, black, cat, sat, down
+        W_v[en, kind] = 1.0
+    K, V, want = X @ W_k, X @ W_v, np.eye(4)
+
+    def loss_grad(W_q):
+        w = softmax((Y @ W_q) @ K.T / np.sqrt(6))
+        miss = w @ V - want
+        d_w = miss @ V.T
+        d_s = w * (d_w - (d_w * w).sum(-1, keepdims=True))
+        return (miss ** 2).sum() / 2, Y.T @ (d_s @ K) / np.sqrt(6), w
+
+    W0 = np.random.default_rng(0).normal(size=(10, 6))
+    _, g, _ = loss_grad(W0)
+    n = np.zeros((10, 6)); n[7, 2] = 1e-6                               # the row of le, the key cat
+    fd = (loss_grad(W0 + n)[0] - loss_grad(W0 - n)[0]) / 2e-6
+    assert abs(fd - g[7, 2]) < 1e-6
+    W_q = np.zeros((10, 6))
+    for _ in range(61):
+        loss, g, w = loss_grad(W_q)
+        W_q -= 10 * g
+    assert loss < 0.02
+    assert list(w[:3].argmax(-1)) == [0, 2, 1]                          # <bos> -> the, le -> cat, chat -> black
+    assert w[3, 3] > 0.4 and w[3, 4] > 0.4                              # noir -> sat and down
 
 
 def test_sdpa_on_the_pages_2d_cpu_tensors_runs_the_math_path_with_safe_softmax():
@@ -251,33 +291,11 @@ def test_mha_default_batch_first_false_attends_across_sentences_without_an_error
 
 
 
-def _grammar_scores():
-    """The page's grammar head on <bos> le chat noir: le -> chat, chat -> le, noir -> chat (strength 8,
-    one-hot keys, scaled by sqrt(4)); <bos> asks for nothing."""
-    inputs = ["<bos>", "le", "chat", "noir"]
-    W_gram = np.zeros((4, 4))
-    for a, b in {"le": "chat", "chat": "le", "noir": "chat"}.items():
-        W_gram[inputs.index(a), inputs.index(b)] = 8.0
-    return W_gram / 2                                      # (T, T): one-hot Y and W_k = I
-
-
-def test_the_causal_mask_moves_only_le_whose_partner_is_in_its_future():
-    """After the combined-masks picture (sentence 1, the grammar head under the causal mask): le splits
-    its weight between <bos> and itself; chat and noir find their partners (le, chat), which come
-    earlier, so the mask changes little for them."""
-    scores = _grammar_scores()
-    before, after = masked_softmax(scores, np.ones((4, 4), bool)), masked_softmax(scores, causal_mask(4))
-    np.testing.assert_allclose(after[1, :2], [0.5, 0.5])
-    assert after[2].argmax() == 1 and after[3].argmax() == 2            # chat -> le, noir -> chat
-    np.testing.assert_allclose(after[2:], before[2:], atol=0.02)        # the mask changes them little
-    assert before[1].argmax() == 2                                      # unmasked, le finds chat
-
-
 def test_the_explorers_pad_query_spreads_its_weight_evenly_over_the_real_keys():
     """The explorer's still: the <pad> row's zero vector scores 0 against every key, so under the
     causal and padding masks it puts 1/4 on each of the four real keys and 0 on <pad>."""
     from qkv_viz.chapters.ch07_masks.widget import mask_widget
     tokens = ["<bos>", "le", "chat", "noir", "<pad>"]
-    fig = mask_widget(np.pad(_grammar_scores(), (0, 1)), tokens, tokens, causal=True, n_real=4)
+    fig = mask_widget(np.pad(4.0 * np.eye(4, k=1), (0, 1)), tokens, tokens, causal=True, n_real=4)   # peeking head
     np.testing.assert_allclose(fig.weights[4], [0.25, 0.25, 0.25, 0.25, 0.0])
     np.testing.assert_allclose(fig.weights[:4, 4], 0.0)                 # no real query reads <pad>

@@ -111,3 +111,58 @@ def test_the_counts_of_shape_keeping_bugs_agree():
     assert len(rows) == 6 and len(maps) == 7 and maps[0] == "right"
     assert "k.T" not in cells[section] and "k.T" in cells[next(i for i, s in enumerate(cells) if s.startswith("## 1."))]
     assert "five of the six bugs" in cells[section + 3] and cells[section + 4].startswith("A seventh bug")
+
+
+def test_torch_refuses_minus_1e9_in_float16_and_its_usual_fixes_work():
+    """Section 4: torch's half masked_fill(mask, -1e9) raises (numpy silently gives -inf); the
+    fixes named on the page, torch.finfo(dtype).min or scores in float32, do not raise."""
+    import pytest
+    import torch
+    hidden = torch.tensor([False, True, True])
+    half = torch.zeros(3, dtype=torch.float16)
+    with pytest.raises(RuntimeError, match="overflow"):
+        half.masked_fill(hidden, -1e9)
+    filled = half.masked_fill(hidden, torch.finfo(half.dtype).min)
+    assert torch.isfinite(filled).all()
+    np.testing.assert_allclose(filled.float().softmax(-1).numpy(), [1, 0, 0], atol=1e-6)
+    np.testing.assert_allclose(half.float().masked_fill(hidden, -1e9).softmax(-1).numpy(), [1, 0, 0])
+
+
+def test_a_constant_changes_no_weight_and_stretched_gaps_kill_the_gradient():
+    """Section 4's 'bigger q . k' cell: adding 100 leaves the weights; gaps x1, x4, x16 push the
+    max weight to 1 and ||J||_F (J = diag(p) - p p^T, the package's softmax_jacobian) to 0."""
+    from qkv_viz.core.softmax import softmax_jacobian
+    gaps = np.array([0.0, -1.0, -2.0])
+    np.testing.assert_allclose(softmax(gaps + 100), softmax(gaps))
+    maxes, norms = [], []
+    for factor in (1, 4, 16):
+        p = softmax(factor * gaps)
+        J = np.diag(p) - np.outer(p, p)
+        np.testing.assert_allclose(J, softmax_jacobian(p), atol=1e-15)
+        maxes.append(p.max())
+        norms.append(np.linalg.norm(J))
+    assert maxes[0] < 0.7 < maxes[1] < maxes[2] and maxes[2] > 0.9999
+    assert norms[0] > 0.3 and norms[0] > 10 * norms[1] > 10 * 1e4 * norms[2]
+
+
+def test_an_exact_width_3_tie_must_write_no_role_and_then_its_keys_are_content_alone():
+    """Section 2's argument: a readout R with (x W) R = content for every token needs
+    W_content_rows @ R = I (so R invertible) and W_role_rows @ R = 0, so W's role rows are 0;
+    then every key is x_content @ W_bottom and scores no longer see the role: the weight on the
+    asked-for token falls to about chance for random such W and any query."""
+    rng = np.random.default_rng(3)
+    content = rng.normal(size=(500, 3, 3))
+    x = np.concatenate([np.broadcast_to(np.eye(3), (500, 3, 3)), content], axis=-1)
+    for _ in range(20):
+        W_bottom = rng.normal(size=(3, 3))
+        W = np.vstack([np.zeros((3, 3)), W_bottom])               # no role written
+        R = np.linalg.inv(W_bottom)
+        np.testing.assert_allclose(x @ W @ R, content, atol=1e-8)  # the value returns the content
+        k = x @ W
+        np.testing.assert_allclose(k, content @ W_bottom)         # keys: content alone
+        q = 4 * rng.normal(size=(3, 3))
+        w = softmax(q @ k.swapaxes(-1, -2) / np.sqrt(3))
+        assert abs(np.diagonal(w, axis1=-2, axis2=-1).mean() - 1 / 3) < 0.06
+    W = np.vstack([0.1 * np.eye(3), np.eye(3)])                   # a role written in leaks
+    got = x @ W @ np.eye(3)
+    assert not np.allclose(got, content) and np.allclose(got - content, 0.1 * np.eye(3))   # role

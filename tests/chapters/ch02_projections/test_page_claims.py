@@ -195,7 +195,7 @@ def test_each_update_is_built_from_the_other_matrix(page):
     init = "W_k_learn = 0.1 * rng.standard_normal((4, 2))"
     loop = next(s for s in cells if "W_q_learn -=" in s)
     assert init in setup and "for step in range(100):" in loop
-    src = setup + loop.split("history.append(reads(W_q_learn, W_k_learn)[2])  # after")[0].replace("range(100)", "range(1)")
+    src = setup + "\n" + loop.split("history.append(reads(W_q_learn, W_k_learn)[2])  # after")[0].replace("range(100)", "range(1)")
 
     def first_updates(scale_q, scale_k, small=1e-4):
         s = src.replace(init, f"{init}; W_q_learn *= {small * scale_q}; W_k_learn *= {small * scale_k}")
@@ -215,23 +215,29 @@ def test_each_update_is_built_from_the_other_matrix(page):
 
 def test_a_whole_layers_count_is_article_1s():
     """Going further prints a BERT-base layer: 12 heads' W_q, W_k, W_v (article 1: 1.77M) plus W_o
-    (768 x 768): 2,359,296, article 1's "about 2.36M per layer" (no biases)."""
+    (768 x 768): 2,359,296 weights, article 1's "about 2.36M per layer", and 2,362,368 with the biases
+    b_q, b_k, b_v (64 per head) and b_o (768) that BERT adds."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
-    ns = {"print": lambda *a, **k: None}
+    printed = []
+    ns = {"print": lambda *a, **k: printed.append(" ".join(map(str, a)))}
     exec(compile(next(s for s in cells if "per_layer =" in s), str(NOTEBOOK), "exec"), ns)
     assert ns["n_heads"] * 3 * ns["d_model"] * ns["d_head"] == 3 * 768 ** 2 == 1_769_472
     assert ns["per_layer"] == 4 * 768 ** 2 == 2_359_296
+    assert ns["biases"] == 4 * 768 == 3_072
+    assert "2,359,296 weights" in printed[-1] and "2,362,368 with the biases" in printed[-1]
 
 
 def test_the_pages_gradient_check_is_a_central_difference_loop_and_can_fail():
-    """Going further prints how far its chain-rule lines are from central differences at the random start
-    (kept before training, where the slopes are not yet near zero), nudging one entry at a time in a plain
-    loop. A wrong line (dW_k without the 1/sqrt(d_k)) must not match."""
+    """The page prints, next to the gradients, how far its chain-rule lines are from central differences
+    at the random start (kept before training, where the slopes are not yet near zero), nudging one entry
+    at a time in a plain loop. A wrong line (dW_k without the 1/sqrt(d_k)) must not match."""
     cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     check_cell = next(s for s in cells if "/ (2 * eps)" in s)
     assert "np.eye(8)" not in check_cell and "W_q_start" in check_cell   # readable; at the start
     printed = []
     ns = {"np": np, "softmax": qv.softmax, "print": lambda *a, **k: printed.append(" ".join(map(str, a)))}
+    order = [next(i for i, s in enumerate(cells) if m in s) for m in ("def gradients", "/ (2 * eps)", "W_q_learn -=")]
+    assert order == sorted(order)   # the check sits between the gradients and the training loop
     for marker in ("W_v = np.eye(4)", "d_k = K.shape[1]", "def reads", "def gradients", "W_q_learn -=", "/ (2 * eps)"):
         exec(compile(next(s for s in cells if marker in s), str(NOTEBOOK), "exec"), ns)
     assert np.allclose(ns["dW_q"], ns["fd_q"]) and np.allclose(ns["dW_k"], ns["fd_k"])
@@ -257,17 +263,19 @@ def test_swapping_the_nouns_only_reorders_the_outputs(page):
     np.testing.assert_allclose(out_sw, out[sw])
 
 
-def test_why_not_one_matrix_counts_and_rank():
-    """The page: two thin matrices need 2 d_model d_k numbers, one M d_model^2 (one BERT-base head:
-    98,304 against 589,824), and their product has rank at most d_k (the page's M: rank 2 = d_k)."""
-    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+def test_why_not_one_matrix_counts_and_rank(page):
+    """The page: two thin matrices need 2 d_model d_k numbers, one M d_model^2 (Going further, one
+    BERT-base head: 98,304 against 589,824, printed once), and their product has rank at most d_k
+    (the page's M: rank 2 = d_k)."""
+    nb_cells = json.loads(NOTEBOOK.read_text())["cells"]
+    cells = ["".join(c["source"]) for c in nb_cells if c["cell_type"] == "code"]
     printed = []
-    ns = {"np": np, "softmax": qv.softmax, "print": lambda *a, **k: printed.append(" ".join(map(str, a)))}
-    ns["print_table"] = lambda *a, **k: None
-    for marker in ("W_v = np.eye(4)", "M = W_q @ W_k.T", "d_k = K.shape[1]", "d_model ** 2"):
-        exec(compile(next(s for s in cells if marker in s), str(NOTEBOOK), "exec"), ns)
+    ns = {"print": lambda *a, **k: printed.append(" ".join(map(str, a)))}
+    exec(compile(next(s for s in cells if "d_model ** 2" in s), str(NOTEBOOK), "exec"), ns)
     assert (ns["d_model"], ns["d_head"]) == (qv.BERT_BASE.d_model, qv.BERT_BASE.d_k)
-    assert "98,304" in printed[-1] and "589,824" in printed[-1] and printed[-1].endswith("d_k = 2, rank 2")
+    assert "98,304" in printed[0] and "589,824" in printed[0]
+    assert sum("768" in s for s in cells) == 1   # BERT's numbers are computed in one cell only
+    assert np.linalg.matrix_rank(page["W_q"] @ page["W_k"].T) == page["W_q"].shape[1] == 2
     rng = np.random.default_rng(1)
     for d_k in (1, 2, 3):   # any pair of thin matrices: rank <= d_k
         assert np.linalg.matrix_rank(rng.standard_normal((6, d_k)) @ rng.standard_normal((6, d_k)).T) <= d_k

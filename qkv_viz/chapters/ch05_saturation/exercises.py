@@ -149,11 +149,15 @@ def start_of_training(c, seed=0, d_model=256, d_k=256, T=16):
     return x, k, score_grads(softmax(c * q @ k.T))                     # d_scores (T, T)
 
 
+WHY_SMALLER = ("It is smaller than the mean of exercise 1's norms because the per-query gradients point in different "
+               "directions: added up, they partly cancel, and the norm of a sum is at most the sum of the norms.")
+
+
 def check_batch_grad_norm(fn, seed=None) -> Feedback:
     """Exercise 3: ``fn(x_q, k, d_scores, c)`` returns |d L / d W_q| for the mean loss over the T queries.
 
     When it is right, the feedback also gives ``fn``'s value on one sequence at the start of training,
-    scaled and unscaled (``start_of_training``), for the question that follows.
+    scaled and unscaled (``start_of_training``), and says why it is smaller than the mean of exercise 1's norms.
     """
     fb = check_function(fn, batch_grad_norm_reference, query_grad_cases(seed=seed), name="your batch_grad_norm",
                         diagnose=_diagnose_batch_grad, atol=1e-9)
@@ -161,4 +165,5 @@ def check_batch_grad_norm(fn, seed=None) -> Feedback:
         return fb
     norms = {name: _scalar(fn(*start_of_training(c), c)) for name, c in (("scaled", 1 / 16), ("unscaled", 1.0))}
     return Feedback(True, fb.message + " On one sequence of 16 tokens at the start of training (d_k = 256), "
-                    + ", ".join(f"{name} |dL/dW_q| = {v:.3g}" for name, v in norms.items()) + ".")
+                    + ", ".join(f"{name} |dL/dW_q| = {v:.3g}" for name, v in norms.items()) + ". "
+                    + WHY_SMALLER)

@@ -1,5 +1,5 @@
-"""Chapter 5's figures: rows of weights, each query's gradient at the start, the learning curves,
-one sequence's weights over training, and each run placed as the scaled model (start and step).
+"""Chapter 5's figures: rows of weights, each query's gradient against its largest weight,
+the learning curves and one sequence's weights over training.
 
 Each function draws on a given axis (or a new one), returns the artists and never calls
 ``plt.show()``. Colours and sizes come from :mod:`qkv_viz.viz.style`.
@@ -34,25 +34,40 @@ def smooth(values, window: int = 10) -> np.ndarray:
     return (csum[idx] - csum[lo]) / (idx - lo)
 
 
-def query_gradients(norms: dict, ax=None, floor: float = 1e-12):
-    """Each query's |d loss_i / d scores_i|, sorted from largest to smallest, on a log axis.
+def distance_from_one_hot(weights) -> np.ndarray:
+    """1 - each row's largest weight, (...,), summed from the other weights so that it stays exact near 0."""
+    w = np.sort(np.asarray(weights, dtype=float), axis=-1)
+    return w[..., :-1].sum(-1)
 
-    ``norms``: ``{run name: (n_queries,) norms}``. Values below ``floor`` (rows so one-hot that
-    the gradient underflows) are drawn at ``floor``. Returns the lines.
+
+def gradient_vs_largest_weight(weights: dict, norms: dict, ax=None, saturated: float = 0.99,
+                               floor: float = 1e-20):
+    """Each query's |d loss_i / d scores_i| against 1 - its largest weight, log-log, one colour per run.
+
+    ``weights``: ``{run name: (..., T, T) weights}``; ``norms``: ``{run name: one norm per row}``, in the
+    same order as the rows. The band left of ``1 - saturated`` marks the saturated rows (largest weight
+    above ``saturated``). Values below ``floor`` are drawn at ``floor``. Returns the scatters, run by run.
     """
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.7, 0.45), layout="constrained")
-    lines = []
-    for i, (name, v) in enumerate(norms.items()):
-        v = np.sort(np.maximum(np.asarray(v, dtype=float).ravel(), floor))[::-1]
-        (line,) = ax.plot(np.arange(v.size), v, color=_color(name, i), lw=2, label=name)
-        lines.append(line)
+    points = []
+    for i, (name, w) in enumerate(weights.items()):
+        x = np.maximum(distance_from_one_hot(w).ravel(), floor)
+        y = np.maximum(np.asarray(norms[name], dtype=float).ravel(), floor)
+        if x.shape != y.shape:
+            raise ValueError(f"{name!r}: {x.size} rows of weights but {y.size} norms")
+        points.append(ax.scatter(x, y, s=14, color=_color(name, i), alpha=0.7, lw=0, label=name))
+    ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_ylim(floor / 3, None)
-    ax.set_xlabel("queries, sorted by their gradient")
+    lo = ax.get_xlim()[0]
+    ax.axvspan(lo, 1 - saturated, color="0.88", zorder=0, lw=0)
+    ax.text(np.sqrt(lo * (1 - saturated)), 0.04, f"saturated rows\n(largest weight > {saturated:g})",
+            transform=ax.get_xaxis_transform(), ha="center", va="bottom", color="0.3")
+    ax.set_xlim(lo, 1)
+    ax.set_xlabel("1 − the row's largest weight (0: one-hot)")
     ax.set_ylabel(r"$|\partial \ell_i / \partial\,\mathrm{scores}_i|$")
-    ax.legend(frameon=False)
-    return lines
+    ax.legend(frameon=False, loc="upper left")
+    return points
 
 
 def learning_curves(acc: dict, chance: float, ax=None, window: int = 10, target: float | None = 0.9):

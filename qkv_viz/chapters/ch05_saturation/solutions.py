@@ -26,9 +26,6 @@ def batch_grad_norm(x_q, k, d_scores, c):
     return np.linalg.norm(grad_W_q)
 
 
-ANSWER_3 = """3. The unscaled batch gradient is the larger one (the checker's feedback gives both). It is the mean of the
-per-query gradients. Unscaled, many of them are nearly zero (one-hot rows), but the queries near a tie
-send back gradients that are large on W_q: d loss_i / d q_i = c d_scores_i @ k, and c = 1 instead of
-1/sqrt(d_k) = 1/16. Their mean is not small, so a gradient-norm check looks healthy while many queries
-learn almost nothing. Only the per-query picture (or the spread of the scores before softmax) shows
-the saturation."""
+ANSWER_3 = """3. The batch gradient is the mean of the per-query gradients on W_q. They point in different directions, so
+added up they partly cancel: the norm of a sum is at most the sum of the norms, and the batch norm comes out
+smaller than the mean of exercise 1's norms (the checker's feedback says this once the function is right)."""

@@ -311,7 +311,7 @@ def test_the_shared_colour_feature_is_what_stops_one_head():
 def test_the_pages_multi_head_on_minilm_layer_0_is_the_models_own_and_head_2_reads_the_previous_token():
     """The main path runs the page's multi_head on minilm_layer0's input and weights: its 12 maps are
     the model's own, head 2 is a previous-token head (the only one of 12 above 0.5 on that pattern) and
-    several heads put much weight on [CLS], as the text under the grid says."""
+    several heads put much weight on [CLS], heads 0 and 3 most on [SEP], as the text under the grid says."""
     from qkv_viz.bridges.real_forward import run
     from qkv_viz.bridges.real_model import load_model
     from qkv_viz.chapters.ch06_multi_head.trained_layer import minilm_layer0
@@ -330,6 +330,9 @@ def test_the_pages_multi_head_on_minilm_layer_0_is_the_models_own_and_head_2_rea
     previous = w[:, i, i - 1].mean(-1)                    # (12,)
     assert previous[2] > 0.95 and np.sum(previous > 0.5) == 1
     assert np.sum(w[:, :, 0].mean(-1) > 0.3) >= 3         # "several put much of it on [CLS]"
+    # "heads 0 and 3 favour [SEP] instead, and head 9 sends [CLS]'s own row to '.' and [SEP]"
+    assert list(np.flatnonzero(w.mean(1).argmax(-1) == len(tokens) - 1)) == [0, 3]
+    assert tokens[-2] == "." and list(np.flatnonzero(w[:, 0, -2:].sum(-1) > 0.5)) == [3, 9]
 
 
 def test_the_pages_multi_head_equals_torch_within_1e_5_with_random_biases():

@@ -42,22 +42,3 @@ def test_the_pages_sinusoids_are_the_packages(T, d_model, base):
 def test_the_pages_rope_is_the_packages(name, T, d_k, base):
     x = np.random.default_rng(T + d_k).normal(size=(T, d_k))
     np.testing.assert_allclose(page_function(name)(x, base=base), apply_rope(x, base=base), rtol=0, atol=1e-12)
-
-
-
-def test_the_rope_papers_bound_holds_and_its_distance_factor_is_the_pages():
-    """|q_m . k_n| <= max_i |h_(i+1) - h_i| * sum_j |S_j(d)| (h_(d_k/2) = 0), on random q, k and
-    distances; the page's factor (cumsum of e^{i d theta_i}) is the one that bounds."""
-    rng = np.random.default_rng(3)
-    d_k = 64
-    theta = 10000.0 ** (-np.arange(0, d_k, 2) / d_k)
-    distances = np.array([0, 1, 7, 50, 300, 511])
-    S_j = np.cumsum(np.exp(1j * distances[:, None] * theta[None, :]), axis=1)   # as on the page
-    factor = np.abs(S_j).sum(axis=1)                                            # (6,)
-    for _ in range(50):
-        q, k = rng.normal(size=(2, d_k))
-        h = (q[0::2] + 1j * q[1::2]) * np.conj(k[0::2] + 1j * k[1::2])          # (d_k/2,)
-        step = np.abs(np.diff(np.append(h, 0))).max()
-        dots = np.array([q @ apply_rope(k[None], [d])[0] for d in distances])   # query at 0, key at d
-        assert np.all(np.abs(dots) <= step * factor + 1e-9)
-    assert factor[0] == pytest.approx(np.arange(1, d_k // 2 + 1).sum())        # |S_j(0)| = j

@@ -126,6 +126,9 @@ def test_torch_refuses_minus_1e9_in_float16_and_its_usual_fixes_work():
     assert torch.isfinite(filled).all()
     np.testing.assert_allclose(filled.float().softmax(-1).numpy(), [1, 0, 0], atol=1e-6)
     np.testing.assert_allclose(half.float().masked_fill(hidden, -1e9).softmax(-1).numpy(), [1, 0, 0])
+    every = torch.ones(3, dtype=torch.bool)                    # a fully hidden row: both give uniform
+    np.testing.assert_allclose(half.masked_fill(every, torch.finfo(half.dtype).min).float().softmax(-1).numpy(), 1 / 3)
+    np.testing.assert_allclose(half.float().masked_fill(every, -1e9).softmax(-1).numpy(), 1 / 3)
 
 
 def test_a_constant_changes_no_weight_and_stretched_gaps_kill_the_gradient():

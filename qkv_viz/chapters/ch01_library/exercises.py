@@ -1,12 +1,12 @@
-"""Chapter 1 exercises: code the page has not written, on the temperature dial and masks.
+"""Chapter 1 exercises: code the page has not written: many readers at once, masks, the temperature.
 
 Every checker takes the reader's answer; ``None`` (or a stub that raises
 ``NotImplementedError``) means "no answer yet" and is never reported as an
 error. Wrong answers get a hint, never the answer. Worked solutions are in
 ``qkv_viz.chapters.ch01_library.solutions`` (outside the reading flow).
 
-1. ``check_temperature_for(fn)``: ``fn(dots, target) -> tau``, the temperature at which the top book's weight
-   ``softmax(dots / tau).max()`` equals ``target`` (found by bisection: the top weight falls as tau rises).
+1. ``check_lookup_many(fn)``: ``fn(queries, keys, values, tau) -> (output, weights)``, the soft lookup for T
+   readers at once: weights = softmax(queries @ keys.T / tau) along each row, output = weights @ values.
 2. ``check_lookup_available(fn)``: ``fn(query, keys, values, available, temperature) -> (output, weights)``:
    a soft lookup in which the books with ``available == False`` get weight exactly 0 (a mask).
 3. ``check_gains_when_warmer(fn)``: ``fn(dots, tau) -> (S,) bool``, True for each book whose weight
@@ -14,111 +14,104 @@ error. Wrong answers get a hint, never the answer. Worked solutions are in
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from qkv_viz.chapters.ch01_library.library import demo_library
 from qkv_viz.chapters.ch01_library.library import DEMO_QUERY
-from qkv_viz.chapters.feedback import (NOT_IMPLEMENTED, RETURNS_NONE, TIME_LIMIT, AnswerError, Feedback,
-                                      TimeLimitExceeded, as_array, check_function, no_answer, time_limit)
+from qkv_viz.chapters.feedback import (NOT_IMPLEMENTED, RETURNS_NONE, TIME_LIMIT, Feedback, TimeLimitExceeded,
+                                      check_function, no_answer, time_limit)
 from qkv_viz.core.softmax import softmax
 
 
-# ---------------------------------------------------------------- exercise 1: the temperature for a given share
-TARGET_TOL = 1e-6  # the top book's weight at the reader's temperature must be this close to the target
+# ---------------------------------------------------------------- exercise 1: many readers at once
+def reference_lookup_many(queries, keys, values, tau):
+    """The page's soft lookup for T readers at once: weights = softmax(queries @ keys.T / tau) along each row,
+    output = weights @ values. queries (T, d_k), keys (S, d_k), values (S, d_v) -> (output (T, d_v), weights (T, S))."""
+    queries, keys, values = (np.asarray(a, dtype=float) for a in (queries, keys, values))
+    weights = softmax(queries @ keys.T / tau)  # (T, d_k) @ (d_k, S) -> (T, S), each row sums to 1
+    return weights @ values, weights           # (T, S) @ (S, d_v) -> (T, d_v)
 
 
-def _top_weight(dots, tau):
-    return float(softmax(np.asarray(dots, dtype=float) / tau).max())
-
-
-def reference_temperature_for(dots, target):
-    """The tau > 0 at which the top book's weight softmax(dots / tau).max() equals ``target`` (1/S < target < 1).
-
-    The top weight falls strictly as tau rises (dw_top/dtau = -(w_top / tau^2)(d_top - dbar) < 0 when the top is
-    unique), from 1 when cold to 1/S when hot, so bisection on log tau finds the one answer."""
-    dots = np.asarray(dots, dtype=float)
-    lo, hi = 1e-6, 1e6
-    for _ in range(200):
-        mid = np.sqrt(lo * hi)
-        if _top_weight(dots, mid) > target:
-            lo = mid
-        else:
-            hi = mid
-    return float(np.sqrt(lo * hi))
-
-
-def temperature_cases(seed=None):
-    """(dots (S,), target): the page's dot products at targets 0.5, 0.9 and 0.25, then random dot products (a clear
-    top book, no tie) with targets between 1/S and 1, the answers spread from cold to hot."""
+def many_cases(seed=None):
+    """(queries (T, d_k), keys (S, d_k), values (S, d_v), tau). First the page's library read by three readers (the
+    page's query, the historian, the query doubled) at tau = sqrt(2); then random libraries with T != S, d_v != d_k,
+    one with a single reader, one square (T = S, so a transposed table has the right shape), each tau away from 1
+    and from sqrt(d_k), so a forgotten or wrong divisor shows."""
     lib = demo_library()
-    page = lib.keys @ DEMO_QUERY
-    cases = [(page, t) for t in (0.5, 0.9, 0.25)]
+    readers = np.stack([DEMO_QUERY, [-1.5, 0.0], 2 * DEMO_QUERY])  # (3, 2)
+    cases = [(readers, lib.keys, lib.values, float(np.sqrt(2)))]
     rng = np.random.default_rng(seed)
-    while len(cases) < 7:
-        S = int(rng.integers(3, 8))
-        dots = rng.normal(scale=float(rng.choice([0.5, 2.0, 10.0])), size=S)
-        top2 = np.sort(dots)[-2:]
-        if top2[1] - top2[0] < 0.05 * (np.ptp(dots) + 1e-12):
-            continue
-        target = float(rng.uniform(1 / S + 0.05, 0.97))
-        cases.append((dots, target))
+    for T, S, d_k, d_v in ((2, 5, 3, 4), (1, 4, 2, 3), (4, 4, 3, 2), (3, 6, 4, 5)):
+        tau = float(rng.choice([0.5, 3.0, 4.0]))
+        cases.append((rng.normal(size=(T, d_k)), rng.normal(size=(S, d_k)), rng.normal(size=(S, d_v)), tau))
     return cases
 
 
-def check_temperature_for(fn, seed=None) -> Feedback:
-    """``fn(dots, target)`` -> a temperature tau > 0 at which the top book's weight ``softmax(dots / tau).max()``
-    equals ``target`` (within TARGET_TOL). Run on the page's dot products, then on random ones."""
-    if fn is None:
-        return no_answer()
-    if not callable(fn):
-        return Feedback(False, f"temperature_for should be a function (def ...), got {type(fn).__name__}.")
-    cases = temperature_cases(seed)
-    start = time.monotonic()
-    for i, (dots, target) in enumerate(cases):
-        where = (f"the page's dots with target {target:g}" if i < 3 else
-                 f"case {i + 1} of {len(cases)} (dots {np.round(dots, 2).tolist()}, target {target:.3g})")
-        try:
-            with time_limit(max(TIME_LIMIT - (time.monotonic() - start), 0.5)):
-                got = fn(dots.copy(), target)
-        except TimeLimitExceeded:
-            return Feedback(False, f"On {where}, temperature_for was still running after {TIME_LIMIT:g} s and was "
-                                   "stopped. Halving an interval 100 times is plenty: does your loop end?")
-        except NotImplementedError:
-            return Feedback(False, NOT_IMPLEMENTED, pending=True)
-        except Exception as exc:  # noqa: BLE001 - the reader's code: any error is feedback
-            return Feedback(False, f"On {where}, temperature_for raised {type(exc).__name__}: {exc}")
-        if got is None:
-            return Feedback(False, RETURNS_NONE if i == 0 else f"On {where}, temperature_for returned None.",
-                            pending=i == 0)
-        try:
-            tau = float(as_array(got)[0].reshape(()))
-        except (AnswerError, TypeError, ValueError):
-            return Feedback(False, f"On {where}, temperature_for returned {got!r}: return one number, the temperature.")
-        if not np.isfinite(tau) or tau <= 0:
-            return Feedback(False, f"On {where}, temperature_for returned tau = {tau!r}: a temperature is a finite "
-                                   "number above 0.")
-        w = _top_weight(dots, tau)
-        if abs(w - target) <= TARGET_TOL:
-            continue
-        msg = (f"On {where}, at your tau = {tau:.6g} the top book's weight is {w:.6f}, not {target:g}: ")
-        if abs(_top_weight(dots, 1 / tau) - target) <= 1e-4:
-            return Feedback(False, msg + "your tau gives the target if the dot products are *multiplied* by it. "
-                                         "The weights are softmax(dots / tau).")
-        if w > target:
-            return Feedback(False, msg + "too much for the top book, so this tau is too cold. The top weight falls as "
-                                         "tau rises: search higher, and narrow the interval until the weight is within "
-                                         f"{TARGET_TOL:g} of the target.")
-        return Feedback(False, msg + "too little for the top book, so this tau is too hot. The top weight falls as tau "
-                                     "rises: search lower, and narrow the interval until the weight is within "
-                                     f"{TARGET_TOL:g} of the target.")
-    page = cases[0][0]
-    half = reference_temperature_for(page, 0.5)
-    return Feedback(True, f"Right on every case. On the page, Attention Explained gets half the weight at tau = "
-                          f"{half:.3f}, a little colder than the page's tau = 1 (0.46). One number, the temperature, "
-                          "sets how much the best match takes; a model sets it through the lengths of its queries "
-                          "and keys.")
+def _soft(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _many_slips(queries, keys, values, tau):
+    """The usual slips, each as ((output, weights) it returns, the sentence that names it)."""
+    d_k = keys.shape[1]
+    dots = queries @ keys.T  # (T, S)
+    yield ((_soft(dots) @ values, _soft(dots)),
+           f"your weights are those of tau = 1: divide the dot products by tau (here {tau:g}) before the softmax.")
+    yield ((_soft(dots * tau) @ values, _soft(dots * tau)),
+           "you multiply the dot products by tau; divide them by it: softmax(queries @ keys.T / tau).")
+    if not np.isclose(np.sqrt(d_k), tau):
+        ws = _soft(dots / np.sqrt(d_k))
+        yield ((ws @ values, ws), f"you divide by sqrt(d_k) = {np.sqrt(d_k):.3g}; this exercise divides by the "
+                                  f"temperature tau it is given (here {tau:g}).")
+    w0 = _soft(dots / tau, axis=0)
+    yield ((w0 @ values, w0), "your softmax runs down the columns (axis 0), so each book's column sums to 1. "
+                              "Each reader's row must sum to 1, over the S books it reads: softmax along axis -1.")
+    s = dots / tau
+    whole = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+    yield ((whole @ values, whole), "your softmax divides by the sum over the whole table: each reader's row of "
+                                    "weights must sum to 1 on its own (sum along axis -1, keepdims=True).")
+    w = _soft(s)
+    yield ((w @ keys, w), "your output blends the keys. The keys only decide how much to read; the output "
+                          "blends the values: weights @ values.")
+    wt = _soft(s.T)
+    if wt.shape == w.shape:  # square: keys @ queries.T has the right shape and the wrong meaning
+        yield ((wt @ values, wt), "your table is keys @ queries.T, the transpose: row i must hold reader i's dot "
+                                  "products with every book, queries @ keys.T.")
+
+
+def _many_diagnosis(result, expected, case):
+    out, w = result
+    queries, keys = np.asarray(case[0]), np.asarray(case[1])
+    T, S = queries.shape[0], keys.shape[0]
+    for (o, ws), why in _many_slips(*case):
+        if w.shape == ws.shape and np.allclose(w, ws) and out.shape == o.shape and np.allclose(out, o):
+            return why
+    if w.shape == (S, T) != (T, S):
+        return (f"your weights have shape {w.shape}: one row per reader (T = {T}), one column per book (S = {S}). "
+                "The table is queries @ keys.T, not keys @ queries.T.")
+    if w.shape == (T, S) and np.allclose(w, expected[1]) and not (out.shape == expected[0].shape
+                                                               and np.allclose(out, expected[0])):
+        return ("your weights are right; the output is not. It is weights @ values, (T, S) @ (S, d_v): one blend "
+                "of the values per reader.")
+    return None
+
+
+def check_lookup_many(fn, seed=None) -> Feedback:
+    """``fn(queries, keys, values, tau)`` -> ``(output (T, d_v), weights (T, S))``: the page's soft lookup for T
+    readers at once, with weights softmax(queries @ keys.T / tau) along each row and output weights @ values.
+    Run on the page's library with three readers, then on random libraries."""
+    lib = demo_library()
+    readers, _, _, tau = many_cases(seed)[0]
+    out, w = reference_lookup_many(readers, lib.keys, lib.values, tau)
+    home = "; ".join(", ".join(f"{x:.2f}" for x in row) for row in out)
+    return check_function(fn, reference_lookup_many, many_cases(seed), name="lookup_many",
+                          diagnose=_many_diagnosis, shape_hints=True, atol=1e-8, returns=("output", "weights"),
+                          praise=f"It agrees on every case. At tau = sqrt(2) the page's reader, the historian and the "
+                                 f"doubled query take home (AI facts, recipes, history) {home}. Each row is the "
+                                 "page's one-query lookup; with the readers' queries Q and the books' keys K and "
+                                 "values V, the same line is chapter 0's softmax(Q K^T / sqrt(d_k)) V, one output "
+                                 "row per token.")
 
 
 # ---------------------------------------------------------------- exercise 2: some books are checked out

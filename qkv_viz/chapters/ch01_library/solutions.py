@@ -8,21 +8,13 @@ from __future__ import annotations
 import numpy as np
 
 
-# Exercise 1: the top book's weight falls as tau rises, so halve an interval of temperatures on a log scale.
-def temperature_for(dots, target):
-    """dots (S,), 1/S < target < 1 -> tau > 0 with softmax(dots / tau).max() == target (to about 1e-12)."""
-    dots = np.asarray(dots, dtype=float)
-    lo, hi = 1e-6, 1e6                                       # top weight about 1 at lo, about 1/S at hi
-    for _ in range(100):                                     # each step halves log(hi / lo)
-        tau = np.sqrt(lo * hi)                               # the midpoint on a log scale
-        s = dots / tau                                       # (S,): the scores at tau
-        e = np.exp(s - s.max())
-        top = e.max() / e.sum()                              # the top book's weight at tau
-        if top > target:
-            lo = tau                                         # too cold: the answer is hotter
-        else:
-            hi = tau                                         # too hot: the answer is colder
-    return float(np.sqrt(lo * hi))
+# Exercise 1: the page's lookup with the one query replaced by a table of queries, one row per reader.
+def lookup_many(queries, keys, values, tau):
+    """queries (T, d_k), keys (S, d_k), values (S, d_v), tau > 0 -> (output (T, d_v), weights (T, S))."""
+    scores = queries @ keys.T / tau                          # (T, d_k) @ (d_k, S) -> (T, S): row i = reader i
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))  # minus each row's max: no overflow
+    weights = e / e.sum(axis=-1, keepdims=True)              # (T, S): each reader's row sums to 1
+    return weights @ values, weights                         # (T, S) @ (S, d_v) -> (T, d_v)
 
 
 # Exercise 2: a checked-out book gets the score -inf, so exp gives it exactly 0 and the rest share the weight.

@@ -14,7 +14,7 @@ def stub(*args):
 
 
 CHECKS = [  # (checker, solution)
-    (ch01.check_temperature_for, solutions.temperature_for),
+    (ch01.check_lookup_many, solutions.lookup_many),
     (ch01.check_lookup_available, solutions.lookup_available),
     (ch01.check_gains_when_warmer, solutions.gains_when_warmer),
 ]
@@ -27,7 +27,7 @@ def test_every_solution_passes_its_checker(check, solution):
 
 
 @pytest.mark.parametrize("check, placeholder", [(c, None) for c, _ in CHECKS]
-                         + [(ch01.check_temperature_for, stub), (ch01.check_lookup_available, stub),
+                         + [(ch01.check_lookup_many, stub), (ch01.check_lookup_available, stub),
                             (ch01.check_gains_when_warmer, stub)])
 def test_placeholders_are_no_answer_yet_not_errors(check, placeholder):
     fb = check(placeholder)
@@ -37,76 +37,86 @@ def test_placeholders_are_no_answer_yet_not_errors(check, placeholder):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_code_solutions_pass_on_any_fresh_cases(seed):
-    assert ch01.check_temperature_for(solutions.temperature_for, seed=seed)
+    assert ch01.check_lookup_many(solutions.lookup_many, seed=seed)
     assert ch01.check_lookup_available(solutions.lookup_available, seed=seed)
     assert ch01.check_gains_when_warmer(solutions.gains_when_warmer, seed=seed)
 
 
-def test_temperature_cases_have_one_answer_and_the_solution_hits_it():
-    """Every case has a unique top book and a target strictly between 1/S and 1, so the top weight falls through
-    the target exactly once; the solution's tau gives the target to 1e-9, and the page's half-weight tau is colder
-    than 1 (at tau = 1 the top book has 0.46)."""
-    for seed in range(3):
-        for dots, target in ch01.temperature_cases(seed=seed):
-            assert np.sum(dots == dots.max()) == 1 and 1 / len(dots) < target < 1
-            top = softmax(dots / np.geomspace(1e-4, 1e4, 400)[:, None]).max(axis=1)
-            assert np.all(np.diff(top) <= 1e-15)  # falls as tau rises
-            tau = solutions.temperature_for(dots, target)
-            assert abs(softmax(dots / tau).max() - target) < 1e-9
-    page = demo_library().keys @ DEMO_QUERY
-    assert 0.5 < ch01.reference_temperature_for(page, 0.5) < 1.0
+def _sm(s, axis=-1):
+    e = np.exp(s - s.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
 
 
-def _linear_bisection(dots, target, steps=200):
-    """Bisection on a plain (not log) interval: a right answer written differently (with enough steps)."""
-    lo, hi = 1e-3, 1e3
-    for _ in range(steps):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if softmax(dots / mid).max() > target else (lo, mid)
-    return (lo + hi) / 2
+def test_lookup_many_rows_are_the_pages_one_query_lookups():
+    """Each reader's row is the page's one-query lookup (softmax(keys @ q / tau), then @ values); the page case has
+    the page's query, the historian and the doubled query at tau = sqrt(2); every case can tell tau from 1 and from
+    sqrt(d_k), and one is square (a transposed table has the right shape there)."""
+    cases = ch01.many_cases(seed=0)
+    readers, keys, values, tau = cases[0]
+    np.testing.assert_allclose(readers, [DEMO_QUERY, [-1.5, 0.0], 2 * DEMO_QUERY])
+    np.testing.assert_allclose(keys, demo_library().keys)
+    assert np.isclose(tau, np.sqrt(2))
+    for q, k, v, t in cases:
+        out, w = ch01.reference_lookup_many(q, k, v, t)
+        for i in range(len(q)):
+            wi = softmax(k @ q[i] / t)
+            np.testing.assert_allclose(w[i], wi)
+            np.testing.assert_allclose(out[i], wi @ v)
+    for q, k, v, t in cases[1:]:
+        assert not np.isclose(t, 1.0) and not np.isclose(t, np.sqrt(k.shape[1]))
+    assert any(len(q) == len(k) for q, k, _, _ in cases) and any(len(q) == 1 for q, _, _, _ in cases)
+
+
+def _looped(q, k, v, t):
+    """One reader at a time, as the page does it: a right answer written differently."""
+    rows = [softmax(k @ qi / t) for qi in q]
+    w = np.array(rows)
+    return w @ v, w
 
 
 def test_other_right_answers_pass():
     for seed in range(3):
-        assert ch01.check_temperature_for(_linear_bisection, seed=seed)
-        assert ch01.check_temperature_for(lambda d, t: np.array(solutions.temperature_for(d, t)), seed=seed)  # 0-d
+        assert ch01.check_lookup_many(_looped, seed=seed)
+        assert ch01.check_lookup_many(lambda q, k, v, t: tuple(x.tolist() for x in solutions.lookup_many(q, k, v, t)),
+                                      seed=seed)
 
 
-def _flipped(dots, target):
-    """Bisection that moves the wrong end: it runs off to the hot end."""
-    lo, hi = 1e-3, 1e3
-    for _ in range(100):
-        mid = np.sqrt(lo * hi)
-        lo, hi = (lo, mid) if softmax(dots / mid).max() > target else (mid, hi)
-    return np.sqrt(lo * hi)
-
-
-TEMPERATURE_MISTAKES = {  # a reader's wrong answer -> words the feedback must contain
-    "always tau = 1": (lambda d, t: 1.0, "too hot"),
-    "far too cold": (lambda d, t: 1e-3, "too cold"),
-    "multiplied by tau": (lambda d, t: 1 / ch01.reference_temperature_for(d, t), "multiplied"),
-    "moves the wrong end": (_flipped, "too hot"),
-    "too few steps": (lambda d, t: _linear_bisection(d, t, steps=8), "the top book's weight is"),
-    "negative": (lambda d, t: -1.0, "above 0"),
-    "not a number": (lambda d, t: "hot", "return one number"),
-    "an array": (lambda d, t: np.ones(len(d)), "return one number"),
-    "raises": (lambda d, t: 1 / 0, "ZeroDivisionError"),
+MANY_MISTAKES = {  # a reader's wrong function -> words the feedback must contain
+    "tau forgotten": (lambda q, k, v, t: (_sm(q @ k.T) @ v, _sm(q @ k.T)), "those of tau = 1"),
+    "tau multiplied": (lambda q, k, v, t: (_sm(q @ k.T * t) @ v, _sm(q @ k.T * t)), "multiply the dot products by tau"),
+    "sqrt(d_k) for tau": (lambda q, k, v, t: (_sm(q @ k.T / np.sqrt(k.shape[1])) @ v,
+                                              _sm(q @ k.T / np.sqrt(k.shape[1]))), "divide by sqrt(d_k)"),
+    "softmax down the columns": (lambda q, k, v, t: (_sm(q @ k.T / t, 0) @ v, _sm(q @ k.T / t, 0)), "axis 0"),
+    "softmax over the whole table": (lambda q, k, v, t: (lambda w: (w @ v, w))(np.exp(q @ k.T / t)
+                                                                                / np.exp(q @ k.T / t).sum()),
+                                     "whole table"),
+    "keys blended": (lambda q, k, v, t: (_sm(q @ k.T / t) @ k, _sm(q @ k.T / t)), "blends the keys"),
+    "table transposed": (lambda q, k, v, t: (_sm(k @ q.T / t).T @ v, _sm(k @ q.T / t)), "keys @ queries.T"),
+    "weights right, output wrong": (lambda q, k, v, t: (_sm(q @ k.T / t) @ v * 2, _sm(q @ k.T / t)),
+                                    "your weights are right"),
 }
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.parametrize("name", sorted(TEMPERATURE_MISTAKES))
-def test_temperature_for_mistakes_are_named(name):
-    fn, words = TEMPERATURE_MISTAKES[name]
-    fb = ch01.check_temperature_for(fn, seed=0)
+@pytest.mark.parametrize("name", sorted(MANY_MISTAKES))
+def test_lookup_many_mistakes_are_named(name):
+    fn, words = MANY_MISTAKES[name]
+    fb = ch01.check_lookup_many(fn, seed=0)
     assert not fb and not fb.pending
     assert words in fb.message, fb.message
 
 
-def test_temperature_for_says_none_and_non_functions_plainly():
-    fb = ch01.check_temperature_for(lambda d, t: None)
+def test_a_transposed_table_on_a_square_case_is_named():
+    """On the square case (T = S) keys @ queries.T has the right shape; the checker still names it."""
+    q, k, v, t = next(c for c in ch01.many_cases(seed=0) if len(c[0]) == len(c[1]))
+    w = _sm((k @ q.T / t))
+    msg = ch01._many_diagnosis((w @ v, w), ch01.reference_lookup_many(q, k, v, t), (q, k, v, t))
+    assert msg and "keys @ queries.T" in msg
+
+
+def test_lookup_many_says_none_and_non_functions_plainly():
+    fb = ch01.check_lookup_many(lambda q, k, v, t: None)
     assert not fb and fb.pending and "returns None" in fb.message
-    fb = ch01.check_temperature_for(0.85)
+    fb = ch01.check_lookup_many(0.85)
     assert not fb and "should be a function" in fb.message
 
 

@@ -164,6 +164,27 @@ def test_longer_query_dots_sit_on_the_temperature_curves():
         weights_vs_temperature(taus, table, lib, longer=(lengths, w_long[:, :3]))
 
 
+def test_the_longer_query_labels_are_a_top_axis_of_c_equal_1_over_tau():
+    """The "× c" labels are the ticks of a real top axis, c = 1/tau, named so, not free text over the
+    circles (a cold read found free labels running against the temperature axis)."""
+    lib = demo_library()
+    taus, table = _page_table(lib)
+    lengths = np.array([0.1, 0.3, 1.0, 3.0, 10.0])
+    w_long = np.stack([soft_lookup(c * DEMO_QUERY, lib, 1.0)[1] for c in lengths])
+    lines = weights_vs_temperature(taus, table, lib, longer=(lengths, w_long))
+    ax = lines[0].axes
+    assert not any("q ×" in t.get_text() for t in ax.texts)
+    (top,) = ax.child_axes
+    top.figure.canvas.draw()
+    np.testing.assert_allclose(top.get_xticks(), lengths)
+    assert [t.get_text() for t in top.get_xticklabels()] == [f"× {c:g}" for c in lengths]
+    assert "c = 1/τ" in top.get_xlabel()
+    for c in lengths:  # the tick of c sits over the circle drawn at tau = 1/c
+        x_top = top.transData.transform((c, 0))[0]
+        x_main = ax.transData.transform((1 / c, 0))[0]
+        assert abs(x_top - x_main) < 0.5
+
+
 def test_a_key_along_a_longer_keys_line_is_drawn_beside_it():
     """Books 0 (2, 0) and 1 (1.5, 0) point the same way: book 1's arrow is shifted a few points to the side
     (and drawn on top), so its shaft is not hidden under book 0's; no other key moves."""

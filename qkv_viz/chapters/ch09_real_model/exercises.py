@@ -1,5 +1,5 @@
-"""Chapter 9 exercises: two functions the reader writes (each head's effective tokens; every
-head's share of a real layer's output).
+"""Chapter 9 exercises: two functions the reader writes (each head's effective tokens;
+attention rollout through the layers).
 
 Every checker takes the reader's answer (``None`` until they give one) and returns a
 :class:`~qkv_viz.chapters.feedback.Feedback` that says what is wrong, never the answer.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.core.multihead import MultiHeadParams, split_heads
 from qkv_viz.core.softmax import softmax
 from qkv_viz.chapters.feedback import Feedback, check_function
 
@@ -72,68 +71,68 @@ def check_effective_tokens(fn, trace=None, seed=None) -> Feedback:
                                  "on the real model and on made-up heads.")
 
 
-# ---------------------------------------------------------------- 2. write head_outputs
+# ---------------------------------------------------------------- 2. write rollout
 
 
-def _head_outputs(x, p: MultiHeadParams, n_heads: int, scale: bool = True, torch_layout: bool = False,
-                  bias: bool = True) -> np.ndarray:
-    """Each head's part of the layer's output, sum_j w_ij v_j W_o^h: (H, T, d_model).
+def _rollout(weights, residual: bool = True, halve: bool = True, mean: bool = True,
+             chain: bool = True, later_left: bool = True) -> np.ndarray:
+    """Attention rollout (Abnar & Zuidema, 2020): (L, H, T, T) -> (L, T, T), slice l is R_l.
 
-    The flags build the common mistakes for the diagnosis.
+    A_l = (mean over heads of W_l + I) / 2; R_0 = A_0, R_l = A_l R_{l-1}. The flags build
+    the common mistakes for the diagnosis.
     """
-    W_q, W_k, W_v = (W.T if torch_layout else W for W in (p.W_q, p.W_k, p.W_v))
-    b_q, b_k, b_v = (b if bias else 0.0 for b in (p.b_q, p.b_k, p.b_v))
-    q = split_heads(x @ W_q + b_q, n_heads)  # (T, d_model) @ (d_model, H*d_k) -> (H, T, d_k)
-    k = split_heads(x @ W_k + b_k, n_heads)  # (H, T, d_k)
-    v = split_heads(x @ W_v + b_v, n_heads)  # (H, T, d_v)
-    d_k = q.shape[-1]
-    scores = q @ k.swapaxes(-1, -2) / (np.sqrt(d_k) if scale else 1.0)  # (H, T, d_k) @ (H, d_k, T) -> (H, T, T)
-    W_o = p.W_o.reshape(n_heads, v.shape[-1], -1)  # (H*d_v, d_model) -> (H, d_v, d_model)
-    return softmax(scores, axis=-1) @ v @ W_o  # (H, T, T) @ (H, T, d_v) @ (H, d_v, d_model) -> (H, T, d_model)
+    w = np.asarray(weights, dtype=float)
+    T = w.shape[-1]
+    a = w.mean(axis=1) if mean else w.sum(axis=1)  # (L, T, T): the heads averaged
+    if residual:
+        a = a + np.eye(T)
+    if residual and halve:
+        a = a / 2  # rows sum to 1 again
+    out, r = [], np.eye(T)
+    for a_l in a:
+        r = (a_l @ r if later_left else r @ a_l) if chain else a_l
+        out.append(r)
+    return np.stack(out)
 
 
-def head_outputs_cases(model=None, trace=None, seed=None) -> list:
-    """Cases (x (T, d_model), params, n_heads): a real layer of ``model`` on ``trace`` if given,
-    then small random layers with non-zero biases (T != d_k != H, so swapped axes show)."""
+def rollout_cases(trace=None, seed=None) -> list:
+    """Cases: the real ``trace``'s weights (L, H, T, T) if given, then random ones (L, H, T, T)
+    with L >= 2 and H >= 2 (so the order of the product and mean-versus-sum show)."""
     rng = np.random.default_rng(seed)
-    cases = []
-    if model is not None and trace is not None:
-        cases.append((np.asarray(trace.hidden_states[2]), model.layers[2].attn, model.config.n_heads))
-    for T, H, d_k in [(5, 3, 4), (7, 2, 3)]:
-        d = H * d_k
-        W_q, W_k, W_v, W_o = rng.normal(0, 0.5, size=(4, d, d))
-        b_q, b_k, b_v, b_o = rng.normal(0, 0.5, size=(4, d))
-        cases.append((rng.normal(size=(T, d)), MultiHeadParams(W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o, H), H))
+    cases = [] if trace is None else [(np.asarray(trace.weights),)]
+    for shape in [(3, 2, 4, 4), (2, 3, 5, 5)]:
+        cases.append((softmax(2 * rng.normal(size=shape), axis=-1),))
     return cases
 
 
-def _diagnose_head_outputs(got, want, case) -> str | None:
-    x, p, H = case
+def _diagnose_rollout(got, want, case) -> str | None:
+    (weights,) = case
     got = np.asarray(got, dtype=float)
     if got.shape == want.shape[1:]:
-        return ("you returned one (T, d_model) array: the heads already summed? Keep one slice per head, "
-                "shape (H, T, d_model).")
-    if got.shape == (want.shape[0], want.shape[1], want.shape[1]):
-        return "you returned the attention weights (H, T, T); the question asks for what each head adds."
+        return "you returned one (T, T) array; return R_l for every layer l, shape (L, T, T)."
+    if got.shape == np.shape(weights):
+        return "you kept the heads; average them first: one (T, T) matrix per layer."
     if got.shape != want.shape:
         return None
-    for shift, what in [(p.b_o, "b_o"), (p.b_o / H, "b_o / H")]:
-        if shift is not None and np.allclose(got, want + shift, atol=1e-6):
-            return (f"you added {what} to each head; b_o belongs to the layer: it is added once, to the sum "
-                    "of the heads, not to any one head.")
-    mistakes = [(dict(scale=False), "the scores were not divided by sqrt(d_k)."),
-                (dict(torch_layout=True), "you transposed W_q, W_k, W_v: in the book's layout they are "
-                                          "already (in, out), x @ W."),
-                (dict(bias=False), "you left out b_q, b_k, b_v: the real model has biases on every projection.")]
+    mistakes = [(dict(residual=False), "you left out the residual: each layer's matrix is (mean of the heads + I) / 2."),
+                (dict(halve=False), "you added I but did not halve: (mean + I) / 2 keeps every row summing to 1."),
+                (dict(mean=False), "you summed the heads; average them (np.mean over the heads' axis)."),
+                (dict(later_left=False), "the product is in the wrong order: R_l = A_l @ R_(l-1), the later layer "
+                                         "on the left (row i of A_l mixes the rows below it)."),
+                (dict(chain=False), "each slice is only its own layer's (mean + I) / 2: chain them, "
+                                    "R_l = A_l @ R_(l-1).")]
     for flags, note in mistakes:
-        if np.allclose(got, _head_outputs(x, p, H, **flags), atol=1e-6):
+        if np.allclose(got, _rollout(weights, **flags), atol=1e-6):
             return note
+    if not np.allclose(got.sum(-1), 1, atol=1e-6):
+        return "the rows of R_l should sum to 1 (every factor's rows do)."
     return None
 
 
-def check_head_outputs(fn, model=None, trace=None, seed=None) -> Feedback:
-    """The reader's ``fn(x, p, n_heads) -> (H, T, d_model)``: each head's part of the attention
-    output, on a real layer (if ``model`` and ``trace`` are given) and on random layers."""
-    return check_function(fn, _head_outputs, head_outputs_cases(model, trace, seed), name="head_outputs",
-                          diagnose=_diagnose_head_outputs, shape_hints=True, atol=1e-6,
-                          praise="Every head's part is right: added up, with b_o, they are the layer's output.")
+def check_rollout(fn, trace=None, seed=None) -> Feedback:
+    """The reader's ``fn(weights) -> (L, T, T)``: attention rollout, slice l is R_l, on the real
+    ``trace``'s weights (if given) and on made-up ones."""
+    return check_function(fn, _rollout, rollout_cases(trace, seed), name="rollout",
+                          diagnose=_diagnose_rollout, shape_hints=True, atol=1e-6,
+                          praise="Right: R_l, heads averaged and the residual kept, layer on layer, on the real "
+                                 "model and on made-up weights.")

@@ -15,16 +15,14 @@ def effective_tokens(weights):
     return np.exp(entropy).mean(axis=-1)                               # (..., T) -> (...)
 
 
-# 2. Head h adds sum_j w_ij (v_j W_o^h): its weights times its values, through its d_v rows of
-#    W_o. The layer's output is the sum over the heads plus b_o (added once, to the sum).
-def head_outputs(x, p, n_heads):
-    """x (T, d_model), p: MultiHeadParams -> (H, T, d_model), each head's part of the output."""
-    T, d_model = x.shape
-    q = (x @ p.W_q + p.b_q).reshape(T, n_heads, -1).transpose(1, 0, 2)  # (T, H*d_k) -> (H, T, d_k)
-    k = (x @ p.W_k + p.b_k).reshape(T, n_heads, -1).transpose(1, 0, 2)  # (H, T, d_k)
-    v = (x @ p.W_v + p.b_v).reshape(T, n_heads, -1).transpose(1, 0, 2)  # (H, T, d_v)
-    scores = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])  # (H, T, d_k) @ (H, d_k, T) -> (H, T, T)
-    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights /= weights.sum(axis=-1, keepdims=True)  # softmax over the keys
-    W_o = p.W_o.reshape(n_heads, -1, d_model)  # (H*d_v, d_model) -> (H, d_v, d_model)
-    return weights @ v @ W_o  # (H, T, T) @ (H, T, d_v) @ (H, d_v, d_model) -> (H, T, d_model)
+# 2. Each layer mixes the tokens: half through the heads (their mean weights), half through the
+#    residual (I). R_l chains the layers, the later one on the left: R_l = A_l R_(l-1).
+def rollout(weights):
+    """weights (L, H, T, T) -> (L, T, T): slice l is the rollout R_l through layer l."""
+    L, H, T, _ = weights.shape
+    a = (weights.mean(axis=1) + np.eye(T)) / 2  # (L, T, T): heads averaged, the residual added
+    r, out = np.eye(T), []
+    for a_l in a:
+        r = a_l @ r                              # (T, T) @ (T, T): layer l on top of the layers below
+        out.append(r)
+    return np.stack(out)                         # (L, T, T)

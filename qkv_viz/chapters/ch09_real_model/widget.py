@@ -22,16 +22,18 @@ from qkv_viz.viz.traits import CheckedFigure, Whole, integer, refuse
 
 def head_grid_figure(trace, layer: int, ncols: int = 4, note: str = ""):
     """A closed matplotlib figure of every head of ``layer``: at most ``ncols`` panels
-    a row, token labels, one shared 0..1 colour bar; titles give each head's
-    effective tokens (mean over queries); ``note``, if given, is a second title line."""
+    a row, query labels on the first column and key labels under the bottom row, one shared
+    0..1 colour bar; titles give each head's effective tokens (mean over queries); ``note``, if given, is a second title line."""
     weights = trace.weights[layer]  # (L, H, T, T) -> (H, T, T)
     eff = head_sharpness(trace)["effective_tokens"][layer]  # (H,)
-    titles = [f"head {h}: {eff[h]:.1f} effective tokens" for h in range(weights.shape[0])]
+    titles = [f"head {h}: {eff[h]:.1f} eff. tokens" for h in range(weights.shape[0])]  # heads.js's narrow words
     images = head_grid(weights, tokens_q=trace.tokens, tokens_k=trace.tokens, ncols=ncols,
                        titles=titles, suptitle=f"layer {layer}: attention weights of every head "
                                                "(rows: queries, columns: keys)" + (f"\n{note}" if note else ""))
     for im in images:  # token labels at 9 pt, the book's legible size (the grid leaves each row ~9.4 pt)
         im.axes.tick_params(labelsize=9)
+        if not im.axes.get_xlabel():  # key labels only under the lowest panel of each column
+            im.axes.tick_params(labelbottom=False)
     fig = images[0].figure
     plt.close(fig)
     return fig

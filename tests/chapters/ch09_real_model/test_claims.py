@@ -360,3 +360,25 @@ def test_the_ten_pairs(model):
     follows, picks, N = ns["follows"], ns["picks"], len(ns["PAIRS"])
     assert N == 10 and follows[3, 1] > N / 2 and picks[3, 1] == 2
     assert (follows >= follows[3, 1]).sum() == 6 and round(72 * ns["coin"]) == 4
+
+
+def test_the_model_pools_by_the_mean_and_related_sentences_are_closer(model):
+    """Going further: 'the mean of the last layer's output tokens (1_Pooling/config.json), scaled to length 1
+    (the last step in modules.json)'; the main path: 'this model averages its output tokens into a sentence
+    vector, so [CLS] has no output role of its own'; the related pair is closer than the unrelated one."""
+    import json
+
+    from qkv_viz.bridges.real_model import bundled_model_dir
+
+    d = bundled_model_dir()
+    pooling = json.loads((d / "1_Pooling" / "config.json").read_text())
+    assert pooling["pooling_mode_mean_tokens"] and not pooling["pooling_mode_cls_token"]
+    assert json.loads((d / "modules.json").read_text())[-1]["type"].endswith("Normalize")
+
+    def vector(s):
+        v = run(model, s).hidden_states[-1].mean(axis=0)
+        return v / np.linalg.norm(v)
+
+    a, b, u = (vector(s) for s in (TIRED, "The dog was too sleepy to walk over the road.",
+                                   "She poured the coffee, opened the window and read the news."))
+    assert a @ b > a @ u + 0.3

@@ -10,10 +10,10 @@ from qkv_viz.chapters.ch09_real_model import solutions as sol
 def test_solutions_pass_their_checkers():
     for seed in (0, 1, 2):
         assert ch09.check_effective_tokens(sol.effective_tokens, seed=seed)
-        assert ch09.check_head_outputs(sol.head_outputs, seed=seed)
+        assert ch09.check_rollout(sol.rollout, seed=seed)
 
 
-@pytest.mark.parametrize("checker", [ch09.check_effective_tokens, ch09.check_head_outputs])
+@pytest.mark.parametrize("checker", [ch09.check_effective_tokens, ch09.check_rollout])
 def test_none_is_pending(checker):
     fb = checker(None)
     assert not fb and fb.pending and "No answer yet" in fb.message
@@ -23,53 +23,63 @@ def test_untouched_stubs_are_pending():
     fb = ch09.check_effective_tokens(lambda weights: None)
     assert not fb and fb.pending and "return None" in fb.message
 
-    def stub(x, p, n_heads):
+    def stub(weights):
         raise NotImplementedError
 
-    fb = ch09.check_head_outputs(stub)
+    fb = ch09.check_rollout(stub)
     assert not fb and fb.pending and "NotImplementedError" in fb.message
 
 
-def test_head_outputs_add_up_to_the_layer_output():
-    """The solution's heads, summed, plus b_o, are multi_head_attention's output (random and real)."""
-    from qkv_viz.core.multihead import multi_head_attention
+def test_rollout_rows_sum_to_one_and_the_first_slice_is_half_residual():
+    """R_l's rows sum to 1; R_0 = (mean of layer 0's heads + I) / 2; R_1 = A_1 @ R_0 (not R_0 @ A_1)."""
+    for (w,) in ch09.rollout_cases(seed=0):
+        r = sol.rollout(w)
+        T = w.shape[-1]
+        np.testing.assert_allclose(r.sum(-1), 1, atol=1e-12)
+        np.testing.assert_allclose(r[0], (w[0].mean(0) + np.eye(T)) / 2, atol=1e-12)
+        a1 = (w[1].mean(0) + np.eye(T)) / 2
+        np.testing.assert_allclose(r[1], a1 @ r[0], atol=1e-12)
+        assert not np.allclose(r[1], r[0] @ a1)  # the cases tell the two orders apart
 
-    for x, p, H in ch09.head_outputs_cases(seed=0):
-        out, _ = multi_head_attention(x, x, p, H)
-        np.testing.assert_allclose(sol.head_outputs(x, p, H).sum(axis=0) + p.b_o, out, atol=1e-12)
 
+def test_rollout_common_mistakes_are_named():
+    def last_only(w):
+        return sol.rollout(w)[-1]
 
-def test_head_outputs_common_mistakes_are_named():
-    def summed(x, p, H):
-        return sol.head_outputs(x, p, H).sum(axis=0)
+    def per_head(w):
+        return np.stack([sol.rollout(w[:, h:h + 1]) for h in range(w.shape[1])], axis=1)
 
-    def with_b_o(x, p, H):
-        return sol.head_outputs(x, p, H) + p.b_o
+    def no_residual(w):
+        r, out = np.eye(w.shape[-1]), []
+        for a in w.mean(1):
+            r = a @ r
+            out.append(r)
+        return np.stack(out)
 
-    def unscaled(x, p, H):
-        return sol.head_outputs(x, ch09.MultiHeadParams(p.W_q * np.sqrt(p.W_q.shape[1] // H), p.W_k, p.W_v,
-                                                        p.W_o, p.b_q * np.sqrt(p.W_q.shape[1] // H),
-                                                        p.b_k, p.b_v, p.b_o, H), H)
+    def not_halved(w):
+        return sol.rollout(w) * 2.0 ** np.arange(1, len(w) + 1)[:, None, None]
 
-    def transposed(x, p, H):
-        return sol.head_outputs(x, ch09.MultiHeadParams(p.W_q.T, p.W_k.T, p.W_v.T, p.W_o, p.b_q, p.b_k,
-                                                        p.b_v, p.b_o, H), H)
+    def summed_heads(w):
+        return ch09._rollout(w, mean=False)
 
-    def no_bias(x, p, H):
-        zero = np.zeros_like(p.b_q)
-        return sol.head_outputs(x, ch09.MultiHeadParams(p.W_q, p.W_k, p.W_v, p.W_o, zero, zero, zero,
-                                                        p.b_o, H), H)
+    def wrong_order(w):
+        r, out = np.eye(w.shape[-1]), []
+        for a in (w.mean(1) + np.eye(w.shape[-1])) / 2:
+            r = r @ a
+            out.append(r)
+        return np.stack(out)
 
-    def weights_only(x, p, H):
-        q = (x @ p.W_q + p.b_q).reshape(len(x), H, -1).transpose(1, 0, 2)
-        k = (x @ p.W_k + p.b_k).reshape(len(x), H, -1).transpose(1, 0, 2)
-        s = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
-        return np.exp(s) / np.exp(s).sum(-1, keepdims=True)
+    def unchained(w):
+        return (w.mean(1) + np.eye(w.shape[-1])) / 2
 
-    expected = {summed: "already summed", with_b_o: "b_o belongs to the layer", unscaled: "sqrt(d_k)",
-                transposed: "already (in, out)", no_bias: "b_q, b_k, b_v", weights_only: "attention weights"}
+    def rows_off(w):
+        return sol.rollout(w) + 0.01
+
+    expected = {last_only: "one (T, T) array", per_head: "kept the heads", no_residual: "left out the residual",
+                not_halved: "did not halve", summed_heads: "summed the heads", wrong_order: "wrong order",
+                unchained: "chain them", rows_off: "sum to 1"}
     for fn, words in expected.items():
-        fb = ch09.check_head_outputs(fn, seed=0)
+        fb = ch09.check_rollout(fn, seed=0)
         assert not fb and words in fb.message, (fn.__name__, fb.message)
 
 
@@ -108,4 +118,4 @@ def test_effective_tokens_on_the_real_sentence_are_the_widgets():
     assert ch09.check_effective_tokens(sol.effective_tokens, trace)
     np.testing.assert_allclose(sol.effective_tokens(trace.weights),
                                head_sharpness(trace)["effective_tokens"], atol=1e-10)
-    assert ch09.check_head_outputs(sol.head_outputs, model, trace)
+    assert ch09.check_rollout(sol.rollout, trace)

@@ -105,7 +105,7 @@ def test_batch_gradient_of_the_mean_loss_equals_torch():
 
 
 def test_right_batch_grad_norm_reports_the_larger_unscaled_gradient():
-    """Exercise 3's feedback, once right, gives both norms; the unscaled one is the larger (the question's answer)."""
+    """Exercise 3's feedback, once right, gives both norms; the unscaled one is the larger."""
     import re
     fb = ch05.check_batch_grad_norm(sol.batch_grad_norm, seed=0)
     assert fb.correct
@@ -113,3 +113,14 @@ def test_right_batch_grad_norm_reports_the_larger_unscaled_gradient():
     assert unscaled > 3 * scaled
     x, k, d_scores = ch05.start_of_training(1.0)
     assert x.shape == (16, 256) and k.shape == (16, 256) and d_scores.shape == (16, 16)
+
+
+def test_right_batch_grad_norm_says_why_it_is_below_the_mean_of_the_per_query_norms():
+    """Exercise 3 states that the batch norm is smaller than the mean of exercise 1's norms; the feedback says why
+    (cancellation), and the statement holds on the start sequence, scaled and unscaled."""
+    fb = ch05.check_batch_grad_norm(sol.batch_grad_norm, seed=0)
+    assert fb.correct and "cancel" in fb.message
+    for c in (1 / 16, 1.0):
+        x, k, d_scores = ch05.start_of_training(c)
+        assert sol.batch_grad_norm(x, k, d_scores, c) < sol.query_grad_norms(x, k, d_scores, c).mean()
+    assert "cancel" not in ch05.check_batch_grad_norm(lambda *a: 0.0, seed=0).message

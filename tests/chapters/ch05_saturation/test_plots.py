@@ -18,14 +18,26 @@ def test_smooth_matches_running_mean():
         sp.smooth(v, 0)
 
 
-def test_query_gradients_sorted_log_and_floored():
-    norms = {"scaled": np.array([0.2, 0.5, 0.1]), "unscaled": np.array([0.0, 3.0, 1e-6])}
-    lines = sp.query_gradients(norms, floor=1e-12)
-    ax = lines[0].axes
-    np.testing.assert_allclose(lines[0].get_ydata(), [0.5, 0.2, 0.1])
-    np.testing.assert_allclose(lines[1].get_ydata(), [3.0, 1e-6, 1e-12])      # an exact 0 drawn at the floor
-    assert ax.get_yscale() == "log" and ax.get_ylim()[0] < 1e-12
-    assert [ln.get_color() for ln in lines] == [sp.COLORS["scaled"], sp.COLORS["unscaled"]]
+def test_distance_from_one_hot_stays_exact_near_zero():
+    w = np.array([[1 - 3e-17, 1e-17, 2e-17], [0.5, 0.3, 0.2]])
+    np.testing.assert_allclose(sp.distance_from_one_hot(w), [3e-17, 0.5], rtol=1e-12)   # 1 - max would give 0
+
+
+def test_gradient_vs_largest_weight_scatters_each_row_log_log_with_the_saturated_band():
+    weights = {"scaled": np.array([[0.5, 0.3, 0.2], [0.4, 0.4, 0.2]]),
+               "unscaled": np.array([[1.0, 0.0, 0.0], [0.999, 0.001, 0.0]])}
+    norms = {"scaled": np.array([0.3, 0.2]), "unscaled": np.array([0.0, 1e-3])}
+    points = sp.gradient_vs_largest_weight(weights, norms, floor=1e-20)
+    ax = points[0].axes
+    np.testing.assert_allclose(points[0].get_offsets(), [[0.5, 0.3], [0.6, 0.2]])
+    np.testing.assert_allclose(points[1].get_offsets(), [[1e-20, 1e-20], [1e-3, 1e-3]])   # exact zeros at the floor
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and ax.get_xlim()[1] == 1
+    band = [p for p in ax.patches]
+    assert len(band) == 1 and band[0].get_x() + band[0].get_width() == pytest.approx(0.01)   # largest weight > 0.99
+    assert [tuple(p.get_facecolor()[0][:3]) for p in points] == [matplotlib.colors.to_rgb(sp.COLORS[n])
+                                                                 for n in ("scaled", "unscaled")]
+    with pytest.raises(ValueError, match="norms"):
+        sp.gradient_vs_largest_weight(weights, {"scaled": np.ones(3), "unscaled": np.ones(2)})
     plt.close("all")
 
 

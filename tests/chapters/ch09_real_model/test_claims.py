@@ -341,8 +341,8 @@ def test_sleepy_keeps_the_animal_and_still_turns_the_head_a_little(model, trace)
 
 
 def test_the_ten_pairs(model):
-    """The page's pairs cell, run as it stands: layer 3 head 1 'follows the meaning in most pairs but has the
-    right noun in both sentences in only two'; '6 [of 72 heads] follow as often, not far above the 4 that
+    """The page's pairs cell, run as it stands: layer 3 head 1 'follows the meaning in most pairs but
+    favours the right noun in both sentences in only two'; '6 [of 72 heads] follow as often, not far above the 4 that
     72 coins would give'. Each pair's sentences agree up to 'it' and hold both nouns and 'it' once."""
     import json
     import math

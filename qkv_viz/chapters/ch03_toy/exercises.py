@@ -1,4 +1,4 @@
-"""Chapter 3 exercises: a new query's row of weights by hand, the length at which a key wins, the weights back
+"""Chapter 3 exercises: the projections that give the page's Q and K, the length at which a key wins, the weights back
 from an output, a query that ties two keys (for any keys).
 
 Each ``check_*`` returns a ``Feedback`` (``qkv_viz.chapters.feedback``): right or
@@ -10,84 +10,93 @@ from __future__ import annotations
 import numpy as np
 
 from qkv_viz.core.softmax import softmax
-from qkv_viz.chapters.feedback import AnswerError, Feedback, as_array, check_function, no_answer
+from qkv_viz.chapters.feedback import AnswerError, Feedback, as_array, check_function
 from qkv_viz.chapters.ch03_toy.figures import barycentric
-from qkv_viz.chapters.ch03_toy.toy import TOY_K, TOY_Q
+from qkv_viz.chapters.ch03_toy.toy import TOY_K, TOY_Q, TOY_X
 
 
+# ---------------------------------------------------------------- projections that give the page's Q and K
+def projection_cases(seed=None, n_cases: int = 5) -> list:
+    """``(X (T, d_model), Q (T, d_k), K (T, d_k))``: the page's TOY_X with its Q and K first, then random square X
+    (T = d_model = 3 or 4), then X with more features than tokens (d_model > T), where many W's work. Every X is
+    well conditioned, so a solution in float32 still reproduces Q and K closely."""
+    rng = np.random.default_rng(seed)
+    cases = [(TOY_X.copy(), TOY_Q.copy(), TOY_K.copy())]
+    while len(cases) < n_cases:
+        square = len(cases) < n_cases - 2
+        T = int(rng.integers(3, 5))
+        d_model, d_k = (T if square else T + int(rng.integers(1, 3))), int(rng.integers(2, 4))
+        X = rng.normal(size=(T, d_model))
+        if np.linalg.cond(X) > 20:
+            continue
+        cases.append((X, rng.normal(size=(T, d_k)) * 2, rng.normal(size=(T, d_k)) * 2))
+    return cases
 
 
-# ---------------------------------------------------------------- a new query's row, by hand
-HAND_Q = np.array([1.0, -1.0])   # a fourth token's query, against the page's keys k0, k1, k2; no figure shows its row
-HAND_ATOL = 0.006                # weights written to two decimals pass
+def check_projections(fn, seed=None) -> Feedback:
+    """Exercise 1: ``fn(X, Q, K) -> (W_q, W_k)``, each (d_model, d_k), with X @ W_q = Q and X @ W_k = K. Any such
+    pair is right (with more features than tokens there are many): the checker judges X @ W_q and X @ W_k."""
+    seen = []  # the reader's (W_q, W_k) on each case, for the diagnosis
 
+    def judged(X, Q, K):
+        X_given = np.array(X, dtype=float)                       # judged on X as given, even if fn changes it
+        T, d_model = X_given.shape
+        d_k = np.shape(Q)[1]
+        try:
+            result = fn(X, Q, K)
+        except np.linalg.LinAlgError as exc:
+            if T != d_model:
+                raise AnswerError(f"failed on an X of shape {X_given.shape} ({exc}). This X has more features "
+                                  "than tokens, so it has no inverse and np.linalg.solve refuses it, yet many W's "
+                                  "solve X W = Q. A least-squares solver finds one that fits exactly (np.linalg "
+                                  "has one).") from None
+            raise
+        if result is None:
+            return None
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise AnswerError("should return two matrices, (W_q, W_k)")
+        out, Ws = [], []
+        for name, W in zip(("W_q", "W_k"), result):
+            W, precision = as_array(W)
+            if W.shape != (d_model, d_k):
+                raise AnswerError(f"returned {name} of shape {W.shape}; it must be (d_model, d_k) = "
+                                  f"({d_model}, {d_k}), so that X ({T}, {d_model}) @ {name} is ({T}, {d_k})")
+            Ws.append(W)
+            made = X_given @ W                                   # (T, d_model) @ (d_model, d_k) -> (T, d_k)
+            out.append(made.astype(np.float32) if precision != "float64" else made)
+        seen.append(Ws)
+        return tuple(out)
 
-def _softmax_row(x):
-    e = np.exp(x - x.max())
-    return e / e.sum()
+    def diagnose(got, want, case):
+        X, Q, K = case
+        W_q, W_k = seen[-1]
+        made_q, made_k = got
 
+        def near(a, b):
+            return a.shape == b.shape and np.allclose(a, b, rtol=1e-3, atol=1e-4)
+        if near(made_q, K) and near(made_k, Q):
+            return "X @ W_q gives K and X @ W_k gives Q: the two are swapped. Return (W_q, W_k) in that order."
+        for W, wanted, name in ((W_q, Q, "W_q"), (W_k, K, "W_k")):
+            if near(W, X.T @ wanted):
+                return (f"your {name} is X.T @ {name[-1].upper()}. The transpose undoes X only when its rows are "
+                        "at right angles and of length 1; these are not. X W = Q asks for X's inverse, or a solver.")
+            if near(W, wanted):
+                return (f"your {name} is {name[-1].upper()} itself. {name} is the matrix that X is multiplied by "
+                        f"to give {name[-1].upper()}: X @ {name} = {name[-1].upper()}.")
+        if near(made_q, Q):
+            return f"W_q is right, but X @ W_k is {np.round(made_k, 3).tolist()}, not K = {np.round(K, 3).tolist()}."
+        if near(made_k, K):
+            return f"W_k is right, but X @ W_q is {np.round(made_q, 3).tolist()}, not Q = {np.round(Q, 3).tolist()}."
+        return None
 
-def _hand_mistakes():
-    """(message, wrong weights (3,)) for the usual slips on the new query's row, in the order tried."""
-    q, K = HAND_Q, TOY_K
-    d_k = K.shape[1]
-    dots = K @ q                                         # (3, 2) @ (2,) -> (3,): q . k_j
-    scores = dots / np.sqrt(d_k)
-    Q4 = np.vstack([TOY_Q, q])                           # (4, 2): the page's three queries and the new one
-    column = softmax((Q4 @ K.T / np.sqrt(d_k)).T)[:, -1]  # softmax down each column (over the queries), row q
-    mistakes = [
-        ("these are the weights of the dot products UNSCALED: divide each q . k_j by sqrt(d_k) = sqrt(2) "
-         "before the exponential.", _softmax_row(dots)),
-        ("these are softmax(q . k_j / d_k): divide by the SQUARE ROOT of d_k = 2, about 1.414, not by 2.",
-         _softmax_row(dots / d_k)),
-        ("these are softmax(q . k_j * sqrt(2)): divide by sqrt(d_k), do not multiply.",
-         _softmax_row(dots * np.sqrt(d_k))),
-        ("these are the exponentials e^score, not yet normalised: divide each by their sum, so the three "
-         "weights add up to 1.", np.exp(scores)),
-        ("these are the exponentials of the unscaled dot products, not normalised: divide each dot product by "
-         "sqrt(2) first, then divide each exponential by their sum.", np.exp(dots)),
-        ("you divided the scores by their sum without the exponential: softmax exponentiates first, "
-         "w_j = e^score_j / (sum of the three e^score).", scores / scores.sum() if scores.sum() else scores),
-        ("the softmax ran down a column (over the queries, the wrong axis), not along the row: q's row is "
-         "q against every key k0, k1, k2, normalised over those three.", column),
-    ]
-    for token in range(len(TOY_Q)):
-        signs = " (it is -q: check the signs)" if np.allclose(TOY_Q[token], -q) else ""
-        mistakes.append((f"that is token {token}'s row (its query q{token} = {TOY_Q[token].tolist()}{signs}), "
-                         f"already on the page. The new query is q = {q.tolist()}.",
-                         softmax(TOY_Q[token] @ K.T / np.sqrt(d_k))))
-    return mistakes
-
-
-def check_row_by_hand(weights) -> Feedback:
-    """``weights``: the three weights (3,) of the new query q = HAND_Q = (1, -1) against the page's keys, worked
-    out by hand or with the reader's own numpy lines; two decimals are enough. Names the slip (scaling forgotten
-    or wrong, not normalised, no exponential, softmax over the wrong axis, a sign, a page row) without giving
-    the answer."""
-    if weights is None:
-        return no_answer()
-    try:
-        w = as_array(weights)[0].astype(float).ravel()
-    except Exception as exc:  # noqa: BLE001 - as_array names what it could not read
-        return Feedback(False, f"weights should be three numbers, e.g. [0.2, 0.3, 0.5]: it {exc}.")
-    if w.shape != (3,):
-        return Feedback(False, f"give three weights, one per key k0, k1, k2; got {w.size} number(s).")
-    if not np.all(np.isfinite(w)):
-        return Feedback(False, "weights contains NaN or inf.")
-    want = softmax(HAND_Q @ TOY_K.T / np.sqrt(TOY_K.shape[1]))
-    if np.allclose(w, want, atol=HAND_ATOL, rtol=0):
-        return Feedback(True, f"q's weights are {np.round(want, 3).tolist()}. q = (1, -1) points more nearly "
-                              "along k2 than along k1, yet k1 takes most of the weight: length beats "
-                              "direction again.")
-    for message, wrong in _hand_mistakes():
-        if np.allclose(w, wrong, atol=HAND_ATOL, rtol=0):
-            return Feedback(False, message)
-    if not np.isclose(w.sum(), 1.0, atol=0.02):
-        return Feedback(False, f"your weights add up to {w.sum():.3g}: after the exponentials, divide each by "
-                               "their sum, so the three add up to 1.")
-    return Feedback(False, "these weights add up to 1 but are not q's. Check the three dot products "
-                           "q . k_j = q[0] k_j[0] + q[1] k_j[1] first (q = (1, -1); the keys are the rows of K), "
-                           "then divide each by sqrt(2), exponentiate, and divide by the sum.")
+    page_w = softmax(TOY_Q @ TOY_K.T / np.sqrt(2))               # (3, 3): the page's weights
+    return check_function(judged if callable(fn) else fn, lambda X, Q, K: (Q, K), projection_cases(seed),
+                          name="projections", diagnose=diagnose, returns=("X @ W_q", "X @ W_k"),
+                          praise="X @ W_q and X @ W_k give Q and K on every case, so your W's reproduce the "
+                                 f"page's weights too (row 0: {np.round(page_w[0], 2).tolist()}). Three independent "
+                                 "token vectors with d_model = 3 can be projected onto any queries and keys, so "
+                                 "typing Q and K in lost nothing here. With more tokens than features that is no "
+                                 "longer true: X W has at most d_model independent rows.")
 
 
 # ---------------------------------------------------------------- a key long enough to win

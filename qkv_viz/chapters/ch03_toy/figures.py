@@ -1,7 +1,8 @@
 """Chapter 3's geometry: an attention output is a point inside the triangle of the values.
 
 The picture itself is live (``vector_move.py``); this module keeps the one
-computation it needs in reverse, a point's barycentric coordinates.
+computation it needs in reverse, a point's barycentric coordinates, and the still pictures: the query among
+the keys (as given and at unit length) and still states of the live picture.
 """
 from __future__ import annotations
 
@@ -23,109 +24,7 @@ def barycentric(point, corners) -> np.ndarray:
     return np.linalg.solve(A, np.append(point, 1.0))
 
 
-def plot_rows_times_columns(Q, K, i: int = 0, j: int = 1, ax=None, row_names=None, col_names=None,
-                            labels=("$Q$: row = a query", "$K^\\top$: column\n= a key", "$QK^\\top$:\nthe dot\nproducts"),
-                            colors=None, decimals=None, sum_name=None, inner_names=None, scale=None):
-    """Q K^T drawn as rows times columns: Q (T, d_k) on the left, K^T (d_k, S) on top, their
-    product, the dot products (T, S), where the two meet. Row ``i`` of Q and column ``j`` of
-    K^T are coloured (query, key) and their cell of the product is framed, with the sum that
-    gives it written out. Rows are labelled q_0, q_1, ..., columns k_0, k_1, ... (or ``row_names``,
-    ``col_names``); ``labels`` name the three matrices, ``colors`` the two factors' highlights;
-    ``decimals`` rounds the numbers (None: as short as they are); ``sum_name`` names the framed cell in the
-    written-out sum (default: row name · column name); ``inner_names``, two lists of d_k names, label
-    Q's columns and K^T's rows, the axis the sum runs over (default: unlabelled); ``scale`` multiplies the type
-    (default 1.5 on a figure of its own, so that it reads at page width; 1 on a given ``ax``). Any product A @ B draws as
-    ``plot_rows_times_columns(A, B.T, ...)``. Every number is computed from Q and K. Returns a dict:
-    "cells" (the product's texts, (T, S) nested lists), "sum" (the written-out sum's text)."""
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
-    from qkv_viz.viz import style
-
-    Q, K = as_array("Q", Q, ndim=2), as_array("K", K, ndim=2)
-    if Q.shape[1] != K.shape[1]:
-        raise ValueError(f"Q and K need the same d_k: Q has shape {Q.shape}, K has shape {K.shape}")
-    (T, d_k), S = Q.shape, K.shape[0]
-    if not (0 <= i < T and 0 <= j < S):
-        raise ValueError(f"i must be in 0..{T - 1} and j in 0..{S - 1}, got i={i}, j={j}")
-    row_names = [f"$q_{r}$" for r in range(T)] if row_names is None else list(row_names)
-    col_names = [f"$k_{c}$" for c in range(S)] if col_names is None else list(col_names)
-    if len(row_names) != T or len(col_names) != S:
-        raise ValueError(f"row_names needs {T} names and col_names {S}, got {len(row_names)} and {len(col_names)}")
-    c_row, c_col = (style.QUERY_COLOR, style.KEY_COLOR) if colors is None else colors
-    dots = Q @ K.T                                     # (T, d_k) @ (d_k, S) -> (T, S)
-    if inner_names is not None and any(len(names) != d_k for names in inner_names):
-        raise ValueError(f"inner_names needs two lists of {d_k} names, got {inner_names}")
-    if scale is None:
-        scale = 1.5 if ax is None else 1.0
-    if ax is None:
-        _, ax = plt.subplots(figsize=style.figsize(0.6 * scale, 0.62))
-    x0 = d_k + 0.6                                     # the product (and K^T above it) start here
-    fs, fn = style.FONT_PT * scale, (style.ANNOTATION_PT + 1) * scale
-
-    def cell(x, y, text, face, edge="0.6", lw=0.8, weight="normal"):
-        ax.add_patch(Rectangle((x, y), 1, 1, facecolor=face, edgecolor=edge, lw=lw, zorder=3 if lw > 1 else 1))
-        return ax.text(x + 0.5, y + 0.5, text, ha="center", va="center", fontsize=fn, fontweight=weight, zorder=4)
-
-    def num(v):
-        return f"{v:g}" if decimals is None else f"{v:.{decimals}f}"
-
-    for r in range(T):                                 # Q: rows are queries
-        for c in range(d_k):
-            cell(c, r, num(Q[r, c]), c_row + "40" if r == i else "white")
-        ax.text(-0.15, r + 0.5, row_names[r], ha="right", va="center", fontsize=fs,
-                color=c_row if r == i else "black")
-    for r in range(d_k):                               # K^T: columns are keys
-        for c in range(S):
-            cell(x0 + c, -d_k - 0.6 + r, num(K[c, r]), c_col + "40" if c == j else "white")
-    for c in range(S):
-        ax.text(x0 + c + 0.5, -d_k - 0.75, col_names[c], ha="center", va="bottom", fontsize=fs,
-                color=c_col if c == j else "black")
-    texts = [[cell(x0 + c, r, num(dots[r, c]), "0.92" if (r == i or c == j) else "white",
-                   edge="black" if (r, c) == (i, j) else "0.6", lw=2.2 if (r, c) == (i, j) else 0.8,
-                   weight="bold" if (r, c) == (i, j) else "normal")
-              for c in range(S)] for r in range(T)]
-    if inner_names is not None:                        # the summed axis: Q's columns, K^T's rows
-        for c in range(d_k):
-            ax.text(c + 0.5, -0.1, inner_names[0][c], ha="center", va="bottom", fontsize=fs)
-            ax.text(x0 - 0.15, -d_k - 0.6 + c + 0.5, inner_names[1][c], ha="right",
-                    va="center", fontsize=fs)
-    ax.text(d_k / 2, -0.2 if inner_names is None else -0.7, labels[0], ha="center", va="bottom", fontsize=fs,
-            color=c_row)
-    ax.text(x0 + S + 0.15, -d_k / 2 - 0.6, labels[1], ha="left", va="center", fontsize=fs, color=c_col)
-    ax.text(x0 + S + 0.15, T / 2, labels[2], ha="left", va="center", fontsize=fs)
-    def factor(v):                                     # a negative factor in brackets: 1·(-1), not 1·-1
-        return f"({num(v)})" if v < 0 else num(v)
-
-    terms = " + ".join(f"{factor(Q[i, c])}·{factor(K[j, c])}" for c in range(d_k))
-    name = f"{row_names[i]}$\\cdot${col_names[j]}" if sum_name is None else sum_name
-    total = ax.text(x0 + S / 2, T + 0.25, f"{name} = {terms} = {num(dots[i, j])}",
-                    ha="center", va="top", fontsize=fs + 1)
-    ax.set(xlim=(-1.0, x0 + S + 2.6), ylim=(T + 1.0, -d_k - 1.4), aspect="equal")
-    ax.axis("off")
-    return {"cells": texts, "sum": total}
-
-
-def plot_weights_times_values(weights, V, names, i: int = 0, j: int = 1, ax=None):
-    """``weights @ V`` drawn as rows times columns: the weights (T, S) on the left, V^T (d_v, S)'s
-    columns on top (one entry of every value), each token's output (T, d_v) where they meet; row
-    ``i`` (token i's shares) and column ``j`` of V are coloured and their cell framed, with its sum
-    written out. ``names``: the T tokens' names. Returns what ``plot_rows_times_columns`` returns."""
-    import matplotlib.pyplot as plt
-
-    from qkv_viz.viz import style
-    V = as_array("V", V, ndim=2)
-    if ax is None:
-        ax = plt.subplots(figsize=style.figsize(0.75, 0.62))[1]
-    return plot_rows_times_columns(
-        weights, V.T, i=i, j=j, ax=ax, decimals=2, row_names=[f"{n} ($q_{r}$)" for r, n in enumerate(names)],
-        col_names=[f"col {c}" for c in range(V.shape[1])], colors=("#666666", style.VALUE_COLOR),
-        inner_names=([f"$k_{c}$" for c in range(V.shape[0])], [f"$v_{c}$" for c in range(V.shape[0])]),
-        labels=("weights", "$V$: column =\none entry of\nevery value", "weights @ V:\nrow = a token's\noutput"),
-        sum_name=f"{names[i]}'s output, entry {j}")
-
-
-def plot_query_and_keys(q, K, ax=None):
+def plot_query_and_keys(q, K, ax=None, title="the query among the keys"):
     """One query q (2,) among the keys K (S, 2), all drawn as arrows from the origin: the query
     orange, each key in its value's colour (the live picture's colours). Each key's label gives
     what the page compares: its length |k_j|, the cosine with q and the dot product q . k_j, all
@@ -148,21 +47,43 @@ def plot_query_and_keys(q, K, ax=None):
     ax.annotate("$q_0$", q, xytext=(-6, 4), textcoords="offset points", ha="right", va="bottom",
                 color=Q_TEXT, fontweight="bold", fontsize=style.FONT_PT)
     keys, labels = [], []
+    on_left = K[:, 0] * q[1] < K[:, 1] * q[0]                # (S,): keys left of the query, labelled on their left
+    lowest = min((k[1] for k, left in zip(K, on_left) if not left), default=None)   # its label hangs below the key
     for j, k in enumerate(K):
         keys.append(ax.arrow(0, 0, *k, color=SHARE_COLOURS[j % 3], width=0.03, zorder=2, **arrow))
         labels.append(ax.annotate(f"$k_{j}$: length {lengths[j]:.2f}\ncos {cosines[j]:.2f}, "
-                                  f"$q_0\\cdot k_{j}$ = {dots[j]:.0f}", k, textcoords="offset points",
+                                  f"$q_0\\cdot k_{j}$ = {dots[j]:.3g}", k, textcoords="offset points",
                                   # a key left of the query is labelled on its left, clear of the query's arrow
-                                  **(dict(xytext=(-6, 0), ha="right", va="center") if k[0] * q[1] < k[1] * q[0]
-                                     else dict(xytext=(6, 2), ha="left", va="bottom" if k[1] > 0.5 else "top")),
+                                  **(dict(xytext=(-6, 0), ha="right", va="center") if on_left[j]
+                                     else dict(xytext=(6, 2), ha="left", va="top" if k[1] == lowest else "bottom")),
                                   color=SHARE_TEXT[j % 3],
                                   fontsize=style.ANNOTATION_PT))
     top = max(np.abs(K).max(), np.abs(q).max()) + 0.3
     left = 2.9 if np.any(K[:, 0] * q[1] < K[:, 1] * q[0]) else 0.3  # room for labels on the left
-    ax.set(xlim=(-left, top + 2.5), ylim=(-0.6, top), aspect="equal", title="the query among the keys")
+    ax.set(xlim=(-left, top + 2.5), ylim=(-0.6, top), aspect="equal", title=title)
     ax.axhline(0, color="#ddd", lw=0.8, zorder=0)
     ax.axvline(0, color="#ddd", lw=0.8, zorder=0)
     return {"query": query, "keys": keys, "labels": labels}
+
+
+def plot_length_against_angle(q, K, d_k: int = 2):
+    """The same query q (2,) against the keys K (S, 2) as given (left) and against the same keys scaled to length 1
+    (right), each panel drawn by ``plot_query_and_keys``; each title names the winning key and gives every key's
+    weight, softmax(q . k / sqrt(d_k)). Returns (fig, weights (2, S)): row 0 as given, row 1 at unit length."""
+    import matplotlib.pyplot as plt
+
+    from qkv_viz.core.softmax import softmax
+    from qkv_viz.viz import style
+
+    q, K = as_array("q", q, ndim=1), as_array("K", K, ndim=2)
+    unit = K / np.linalg.norm(K, axis=1, keepdims=True)        # (S, 2): every key of length 1, same direction
+    weights = np.stack([softmax(keys @ q / np.sqrt(d_k)) for keys in (K, unit)])   # (2, S)
+    fig, axes = plt.subplots(1, 2, figsize=style.figsize(1.0, 0.36), layout="constrained")
+    for ax, keys, w, name in zip(axes, (K, unit), weights, ("keys as given", "keys of length 1")):
+        shares = ", ".join(f"{x:.2f}" for x in w)
+        plot_query_and_keys(q, keys, ax=ax, title=f"{name}: $k_{int(np.argmax(w))}$ wins\nweights {shares}")
+    axes[1].set(xlim=axes[0].get_xlim(), ylim=axes[0].get_ylim())   # one scale: q0 is drawn the same in both
+    return fig, weights
 
 
 def plot_query_states(queries, K, V, captions, scale=True):

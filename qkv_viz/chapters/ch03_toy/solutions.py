@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from qkv_viz.chapters.ch03_toy.toy import TOY_K
 
 
-# Exercise 1: the new query q = (1, -1) against k0 = (0, 1), k1 = (3, 1), k2 = (1, 0).
-# q . k_j = [0 - 1, 3 - 1, 1 - 0] = [-1, 2, 1]; divided by sqrt(2): [-0.707, 1.414, 0.707];
-# e^score = [0.493, 4.113, 2.028], their sum 6.634; weights = [0.074, 0.620, 0.306]: k1 wins by its length,
-# though k2 points more nearly along q.
-def row_by_hand(q, K):
-    """The row of weights of one query q (d_k,) against the keys K (S, d_k): (S,)."""
-    dots = K @ q                                        # (S, d_k) @ (d_k,) -> (S,): one dot product per key
-    e = np.exp(dots / np.sqrt(K.shape[1]))              # (S,): scale by 1/sqrt(d_k), then exponentiate
-    return e / e.sum()                                  # (S,): normalise, the weights sum to 1
-
-
-WEIGHTS_Q = row_by_hand(np.array([1.0, -1.0]), TOY_K)   # the answer to check_row_by_hand
+# Exercise 1: X W_q = Q is a linear system for W_q, one column of Q at a time. For a square X with independent rows
+# (the page's TOY_X), W_q = X^{-1} Q, which np.linalg.solve(X, Q) finds without forming the inverse. With more
+# features than tokens, X has no inverse and many W's work; np.linalg.lstsq returns the smallest one, which fits
+# exactly because X's rows are independent. lstsq also handles the square case, so one line does both.
+def projections(X, Q, K):
+    """X (T, d_model) token vectors, Q and K (T, d_k) the wanted queries and keys -> (W_q, W_k), each (d_model, d_k),
+    with X @ W_q = Q and X @ W_k = K."""
+    W_q = np.linalg.lstsq(X, Q, rcond=None)[0]          # (T, d_model) W = (T, d_k) -> W: (d_model, d_k)
+    W_k = np.linalg.lstsq(X, K, rcond=None)[0]          # (d_model, d_k)
+    return W_q, W_k
 
 
 # Exercise 2: scaling k_j by c multiplies q . k_j by c (and its score by the same c: the 1/sqrt(d_k) cancels in

@@ -31,6 +31,10 @@ TOY_V = np.array([[1.0, 0.0],
                   [0.0, 1.0],
                   [1.0, 1.0]])
 TOY_SCORES = (2.0, 5.0, 1.0)
+# Three token vectors (d_model = 3) for exercise 1, which finds the W_q and W_k that project them onto TOY_Q, TOY_K.
+TOY_X = np.array([[1.0, 0.0, 1.0],
+                  [0.0, 1.0, 1.0],
+                  [1.0, 1.0, 0.0]])
 
 # What article 1 prints for token 1's weights: in its text and in its table.
 ARTICLE1_TEXT_WEIGHTS = (0.10, 0.85, 0.05)

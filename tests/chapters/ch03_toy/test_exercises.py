@@ -8,7 +8,8 @@ from qkv_viz import softmax
 from qkv_viz.chapters.ch03_toy import exercises as ch03
 from qkv_viz.chapters.ch03_toy import solutions as sol
 
-SOLVED = [(ch03.check_winning_scale, sol.winning_scale),
+SOLVED = [(ch03.check_projections, sol.projections),
+          (ch03.check_winning_scale, sol.winning_scale),
           (ch03.check_weights_from_output, sol.weights_from_output),
           (ch03.check_tie_query, sol.tie_query)]
 
@@ -137,66 +138,53 @@ def test_weights_from_output_mistakes_are_named(phrase):
 
 
 
-
-# ---------------------------------------------------------------- the new query's row, by hand
-def test_row_by_hand_right_answers_pass_rounded_or_not():
-    for answer in (sol.WEIGHTS_Q, sol.WEIGHTS_Q.tolist(), np.round(sol.WEIGHTS_Q, 2), [0.07, 0.62, 0.31]):
-        fb = ch03.check_row_by_hand(answer)
-        assert fb.correct, fb.message
-    assert "length beats direction" in ch03.check_row_by_hand(sol.WEIGHTS_Q).message
-    np.testing.assert_allclose(sol.WEIGHTS_Q, softmax(ch03.HAND_Q @ ch03.TOY_K.T / np.sqrt(2)))
-    np.testing.assert_allclose(sol.WEIGHTS_Q, [0.0743, 0.6200, 0.3057], atol=1e-4)   # the solution's comment
-
-
-def test_row_by_hand_query_is_not_a_row_the_page_shows():
-    page_queries = np.vstack([ch03.TOY_Q, [[0.0, -3.0], [-2.0, 0.5]], ch03.TOY_Q[0] / 4])  # Q, Q_new, q0 / 4
-    assert not np.any(np.all(np.isclose(page_queries, ch03.HAND_Q), axis=1))
-
-
-def test_row_by_hand_placeholder_waits():
-    fb = ch03.check_row_by_hand(None)
-    assert not fb.correct and fb.pending
+# ---------------------------------------------------------------- projections that give the page's Q and K
+def test_projections_first_case_is_the_page_and_every_case_is_solvable():
+    cases = ch03.projection_cases(seed=0)
+    X, Q, K = cases[0]
+    np.testing.assert_array_equal(X, ch03.TOY_X) and np.testing.assert_array_equal(Q, ch03.TOY_Q)
+    assert any(X.shape[1] > X.shape[0] for X, _, _ in cases)           # a wide X, where solve() fails
+    for X, Q, K in cases:
+        W_q, W_k = sol.projections(X, Q, K)
+        np.testing.assert_allclose(X @ W_q, Q, atol=1e-10)
+        np.testing.assert_allclose(X @ W_k, K, atol=1e-10)
+    W_q, W_k = sol.projections(ch03.TOY_X, ch03.TOY_Q, ch03.TOY_K)       # the page's weights come back
+    scores = (ch03.TOY_X @ W_q) @ (ch03.TOY_X @ W_k).T / np.sqrt(2)
+    np.testing.assert_allclose(softmax(scores), softmax(ch03.TOY_Q @ ch03.TOY_K.T / np.sqrt(2)))
 
 
-def _slip(q=None, scale=1 / np.sqrt(2), normalise=True, exp=True):
-    q = ch03.HAND_Q if q is None else q
-    s = ch03.TOY_K @ q * scale                                   # (3,): this slip's scores
-    e = np.exp(s) if exp else s
-    return e / e.sum() if normalise else e
+def test_projections_any_exact_pair_passes():
+    def other(X, Q, K):                                  # lstsq's answer plus something X sends to 0
+        W_q, W_k = sol.projections(X, Q, K)
+        null = np.linalg.svd(X)[2][X.shape[0]:]          # (d_model - T, d_model): X @ null.T = 0
+        if len(null):
+            W_q = W_q + null.T @ np.ones((len(null), W_q.shape[1]))
+        return W_q, W_k
+    fb = ch03.check_projections(other, seed=0)
+    assert fb.correct, fb.message
+    assert "typing Q and K in lost nothing" in fb.message
 
 
-_Q4 = np.vstack([ch03.TOY_Q, ch03.HAND_Q])                       # the page's queries and the new one
+PROJECTION_MISTAKES = {
+    "swapped": lambda X, Q, K: sol.projections(X, Q, K)[::-1],
+    "X.T @ Q": lambda X, Q, K: (X.T @ Q, X.T @ K),
+    "Q itself": lambda X, Q, K: (Q, sol.projections(X, Q, K)[1]),
+    "least-squares solver": lambda X, Q, K: (np.linalg.solve(X, Q), np.linalg.solve(X, K)),
+    "must be (d_model, d_k)": lambda X, Q, K: (np.linalg.pinv(X).T, np.linalg.pinv(X).T),
+    "two matrices": lambda X, Q, K: sol.projections(X, Q, K)[0],
+    "W_q is right": lambda X, Q, K: (sol.projections(X, Q, K)[0], 2 * sol.projections(X, Q, K)[1]),
+}
 
 
-@pytest.mark.parametrize("answer, words", [
-    (_slip(scale=1.0), "UNSCALED"),                              # forgot sqrt(d_k)
-    (_slip(scale=1 / 2), "SQUARE ROOT"),                         # divided by d_k
-    (_slip(scale=np.sqrt(2)), "do not multiply"),
-    (_slip(normalise=False), "not yet normalised"),              # forgot to normalise
-    (_slip(scale=1.0, normalise=False), "unscaled dot products, not normalised"),
-    (_slip(exp=False), "without the exponential"),
-    (softmax((_Q4 @ ch03.TOY_K.T / np.sqrt(2)).T)[:, -1], "wrong axis"),  # softmax over the queries
-    (_slip(q=-ch03.HAND_Q), "check the signs"),                  # -q is token 1's query
-    (softmax(ch03.TOY_Q @ ch03.TOY_K.T / np.sqrt(2))[0], "token 0's row"),
-    (np.round(softmax(ch03.TOY_Q @ ch03.TOY_K.T / np.sqrt(2))[2], 2), "token 2's row"),
-    ([0.5, 0.3, 0.2], "add up to 1 but are not q's"),
-    ([0.5, 0.5, 0.5], "add up to 1.5"),
-    ([0.7, 0.1], "three weights"),
-    ("0.7, 0.1, 0.2", "three numbers"),
-    ([np.nan, 0.5, 0.5], "NaN"),
-])
-def test_row_by_hand_names_each_slip_without_the_answer(answer, words):
-    fb = ch03.check_row_by_hand(answer)
-    assert not fb.correct and words in fb.message, fb.message
-    for digits in ("0.07", "0.074", "0.62", "0.306", "0.31"):
-        assert digits not in fb.message, (digits, fb.message)
+@pytest.mark.parametrize("phrase", list(PROJECTION_MISTAKES))
+def test_projections_mistakes_are_named(phrase):
+    fb = ch03.check_projections(PROJECTION_MISTAKES[phrase], seed=0)
+    assert not fb.correct and not fb.pending
+    assert phrase in fb.message, fb.message
 
 
-def test_row_by_hand_slips_are_told_apart():
-    wrongs = [w for _, w in ch03._hand_mistakes()] + [sol.WEIGHTS_Q]
-    for i, a in enumerate(wrongs):
-        for b in wrongs[i + 1:]:
-            assert np.abs(np.asarray(a) - np.asarray(b)).max() > 2 * ch03.HAND_ATOL
+def test_projections_placeholder_waits():
+    assert ch03.check_projections(None).pending
 
 
 @pytest.mark.parametrize("factor, phrase", [(0.9, "comes at a larger factor"), (1.3, "not yet a tie")])

@@ -21,54 +21,6 @@ def test_bad_input_is_named():
         barycentric([0.1, 0.2], np.ones((4, 2)))
 
 
-def test_rows_times_columns_writes_every_dot_product_and_the_framed_sum():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from qkv_viz.chapters.ch03_toy.figures import plot_rows_times_columns
-    arts = plot_rows_times_columns(TOY_Q, TOY_K, i=0, j=1)
-    dots = TOY_Q @ TOY_K.T
-    assert [[float(t.get_text()) for t in row] for row in arts["cells"]] == dots.tolist()
-    assert arts["sum"].get_text().endswith("1·3 + 2·1 = 5")
-    assert arts["cells"][0][1].get_fontweight() == "bold"       # the framed cell: row 0 meets column 1
-    with pytest.raises(ValueError, match="same d_k"):
-        plot_rows_times_columns(TOY_Q, np.ones((3, 3)))
-    with pytest.raises(ValueError, match="i must be"):
-        plot_rows_times_columns(TOY_Q, TOY_K, i=3)
-    plt.close("all")
-
-
-def test_rows_times_columns_draws_weights_at_V_with_its_own_names():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from qkv_viz.chapters.ch03_toy.figures import plot_rows_times_columns
-    out, weights = qv.scaled_dot_product_attention(TOY_Q, TOY_K, TOY_V)
-    arts = plot_rows_times_columns(weights, TOY_V.T, i=0, j=1, decimals=2, row_names=["a", "b", "c"],
-                                   col_names=["x", "y"], sum_name="token 0's output, entry 1")
-    assert [[t.get_text() for t in row] for row in arts["cells"]] == [[f"{v:.2f}" for v in row] for row in out]
-    assert arts["sum"].get_text().startswith("token 0's output, entry 1 = ")
-    assert arts["sum"].get_text().endswith(f"= {out[0, 1]:.2f}")
-    assert plot_rows_times_columns(TOY_K, TOY_Q, i=1, j=0)["sum"].get_text().endswith("3·1 + 1·2 = 5")
-    assert plot_rows_times_columns(TOY_Q, TOY_K, i=1, j=1)["sum"].get_text().endswith("(-1)·3 + 1·1 = -2")
-    with pytest.raises(ValueError, match="row_names needs 3"):
-        plot_rows_times_columns(weights, TOY_V.T, row_names=["a"])
-    plt.close("all")
-
-
-def test_weights_times_values_names_the_framed_output_entry():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from qkv_viz.chapters.ch03_toy.figures import plot_weights_times_values
-    out, weights = qv.scaled_dot_product_attention(TOY_Q, TOY_K, TOY_V)
-    arts = plot_weights_times_values(weights, TOY_V, ["token 0", "token 1", "token 2"], i=2, j=0)
-    assert [[t.get_text() for t in row] for row in arts["cells"]] == [[f"{v:.2f}" for v in row] for row in out]
-    assert arts["sum"].get_text().startswith("token 2's output, entry 0 = ")
-    assert arts["sum"].get_text().endswith(f"= {out[2, 0]:.2f}")
-    plt.close("all")
-
-
 def test_query_and_keys_labels_each_key_with_its_length_cosine_and_dot_product():
     """The page's first picture: q0 points nearest k0 (largest cosine), yet k1, the longest key, gets
     the largest dot product. The labels are computed from the vectors and no label overlaps another."""
@@ -95,24 +47,23 @@ def test_query_and_keys_labels_each_key_with_its_length_cosine_and_dot_product()
     plt.close("all")
 
 
-def test_weights_times_values_labels_the_weights_by_key_and_query_and_reads_at_page_width():
-    """The weights' columns are the keys k_0.., their rows the queries q_0.., V's rows the values v_0..;
-    the rows-times-columns figure drawn on its own has type 1.5 times the body size."""
+def test_length_against_angle_unit_keys_let_the_nearest_direction_win():
+    """The same q0: as given, k1 (the longest) wins; at length 1 every dot product is |q0| cos, so k0 (the largest
+    cosine) wins. The titles name the winner and print the weights computed here."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from qkv_viz.chapters.ch03_toy.figures import plot_rows_times_columns, plot_weights_times_values
-    from qkv_viz.viz import style
-    out, weights = qv.scaled_dot_product_attention(TOY_Q, TOY_K, TOY_V)
-    plot_weights_times_values(weights, TOY_V, ["token 0", "token 1", "token 2"])
-    texts = [t.get_text() for t in plt.gca().texts]
-    for name in ("$k_0$", "$k_1$", "$k_2$", "$v_0$", "$v_2$", "token 0 ($q_0$)", "token 2 ($q_2$)"):
-        assert name in texts, (name, texts)
-    arts = plot_rows_times_columns(TOY_Q, TOY_K)
-    assert arts["sum"].get_fontsize() >= 1.5 * style.FONT_PT
-    assert min(t.get_fontsize() for t in plt.gca().texts) >= 1.5 * style.ANNOTATION_PT
-    with pytest.raises(ValueError, match="inner_names"):
-        plot_rows_times_columns(TOY_Q, TOY_K, inner_names=(["a"], ["b"]))
+    from qkv_viz.chapters.ch03_toy.figures import plot_length_against_angle
+    fig, weights = plot_length_against_angle(TOY_Q[0], TOY_K)
+    np.testing.assert_allclose(weights[0], qv.softmax(TOY_K @ TOY_Q[0] / np.sqrt(2)))
+    unit = TOY_K / np.linalg.norm(TOY_K, axis=1, keepdims=True)
+    np.testing.assert_allclose(weights[1], qv.softmax(unit @ TOY_Q[0] / np.sqrt(2)))
+    assert np.argmax(weights[0]) == 1 and np.argmax(weights[1]) == 0
+    titles = [ax.get_title() for ax in fig.axes]
+    assert "$k_1$ wins" in titles[0] and "$k_0$ wins" in titles[1]
+    assert f"{weights[1, 0]:.2f}" in titles[1]
+    labels = [t.get_text() for t in fig.axes[1].texts]
+    assert any("length 1.00" in t and "= 1.58" in t for t in labels)     # |q0| cos = sqrt(5) * 0.707
     plt.close("all")
 
 

@@ -157,3 +157,39 @@ def test_with_its_key_as_its_query_bank_blurs_its_sense(page):
         assert w_k[b, b] > w[b, b] and w_k[b].max() < w[b].max()  # flatter
         assert 0 < w_k[b, c] - w_k[b, b] < 0.1  # "almost as much"
         assert out_k[b, sense] < out[b, sense] - 0.05  # less of its sense
+
+
+def _printed(cell_id):
+    nb = json.loads(NOTEBOOK.read_text())
+    return next("".join(o["text"]) for c in nb["cells"] if c["id"] == cell_id for o in c["outputs"] if "text" in o)
+
+
+def test_the_softmax_by_hand_is_bank_s_row_and_turns_a_gap_into_a_ratio(page):
+    """c0softmax prints bank's row by the river as q.k, score, e^score, weight; the weights are the row of
+    self_attention's, e^score sums to the printed total, and the ratio river/bank is e to the score gap."""
+    out = _printed("c0softmax")
+    tokens = RIVER.split()
+    table = out.split("\n\n")[0].split("\n")[1:]
+    rows = np.array([[float(x) for x in line.split()[1:]] for line in table])  # (T, 4)
+    assert [line.split()[0] for line in table] == tokens
+    _, w = _attend(page, RIVER)
+    b, r = tokens.index("bank"), tokens.index("river")
+    np.testing.assert_allclose(rows[:, 3], w[b], atol=0.005)
+    np.testing.assert_allclose(rows[:, 2], np.exp(rows[:, 1]), rtol=0.01)
+    total = float(out.split("sum of e^score:")[1].split()[0])
+    np.testing.assert_allclose(total, rows[:, 2].sum(), atol=0.02)
+    ratio, gap = out.split('weight of "bank" = ')[1].split(" = e^")
+    np.testing.assert_allclose(float(ratio), w[b, r] / w[b, b], atol=0.005)
+    np.testing.assert_allclose(float(ratio), np.exp(float(gap)), atol=0.01)
+
+
+def test_the_spread_of_random_dot_products_grows_like_sqrt_d_k():
+    """c0spread: the printed std of q.k is close to sqrt(d_k), and after dividing by sqrt(d_k) close to 1."""
+    lines = [l for l in _printed("c0spread").splitlines() if l.startswith("d_k")]
+    assert len(lines) == 3
+    for line in lines:
+        n = int(line.split("=")[1].split(":")[0])
+        nums = [float(t.strip(",")) for t in line.split(":")[1].split() if t.strip(",").replace(".", "").isdigit()]
+        std, root, scaled = nums[0], nums[1], nums[2]
+        np.testing.assert_allclose(root, np.sqrt(n), atol=0.05)
+        assert abs(std / np.sqrt(n) - 1) < 0.1 and abs(scaled - 1) < 0.1

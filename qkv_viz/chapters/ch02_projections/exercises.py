@@ -58,8 +58,9 @@ def check_determiner_head(W_q, W_k) -> Feedback:
         return Feedback(False, f'"a" finds "ball" ({a_row[t("ball")]:.2f}), but "chased" now reads '
                                f'{reads(verb_row)}, not "dog" most: keep the verb\'s rule too.')
     return Feedback(True, f'"a" reads "ball" with weight {a_row[t("ball")]:.2f} and "chased" still reads "dog" '
-                          f'({verb_row[t("dog")]:.2f}). Note that "the" now reads "ball" too: with the same features, '
-                          "a head cannot tell the two determiners apart (chapter 10 adds positions).")
+                          f'({verb_row[t("dog")]:.2f}). Your head finds "a thing", not "a determiner\'s own noun": "the" '
+                          f'reads "ball" too ({w[t("the"), t("ball")]:.2f}), since it has the same features as "a" and '
+                          "a head sees features, not positions (chapter 10 adds them).")
 
 
 def _softmax(s):

@@ -45,7 +45,8 @@ def test_self_preference_cases_start_with_the_pages_sentence():
 def test_determiner_head_accepts_the_solution_and_names_each_mistake():
     W_q, W_k = sol.DETERMINER_W_Q, sol.DETERMINER_W_K
     check = ch02.check_determiner_head
-    assert check(W_q, W_k)
+    fb = check(W_q, W_k)
+    assert fb and '"a thing"' in fb.message and '"the" reads "ball" too' in fb.message  # what the head finds
     assert check(W_q.tolist(), W_k.astype(np.float32))
     assert check(None, W_k).pending and check(W_q, None).pending
     fb = check(np.zeros((4, 2)), np.zeros((4, 2)))

@@ -279,3 +279,36 @@ def test_why_not_one_matrix_counts_and_rank(page):
     rng = np.random.default_rng(1)
     for d_k in (1, 2, 3):   # any pair of thin matrices: rank <= d_k
         assert np.linalg.matrix_rank(rng.standard_normal((6, d_k)) @ rng.standard_normal((6, d_k)).T) <= d_k
+
+
+def test_a_shared_matrix_bounds_scores_by_lengths_not_by_the_self_score(page):
+    """The page: with one shared W (or none) a token is never outscored by a neighbour whose query is no
+    longer than its own, but a longer one can win; "chased" scores itself highest only because every
+    non-zero query of the page has the same length."""
+    x = np.array([[1.0, 0.0], [2.0, 0.5]])            # W = I: the second token is longer
+    S = x @ x.T
+    assert S[0, 1] > S[0, 0]                           # a longer neighbour beats the token itself
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        Qs = rng.standard_normal((6, 3)) @ rng.standard_normal((3, 2))   # queries of X W, shared W
+        S = Qs @ Qs.T
+        n = np.linalg.norm(Qs, axis=1)
+        for i in range(6):
+            shorter = n <= n[i]
+            assert S[i, shorter].max() <= S[i, i] + 1e-12
+    lengths = np.linalg.norm(page["X"] @ page["W_q"], axis=1)
+    assert len(set(np.round(lengths[lengths > 0], 12))) == 1
+    S_shared = (page["X"] @ page["W_q"]) @ (page["X"] @ page["W_q"]).T
+    assert S_shared[page["tokens"].index("chased")].argmax() == page["tokens"].index("chased")
+
+
+def test_a_score_is_read_off_m_as_a_preference_table(page):
+    """The page: q_i . k_j = x_i M x_j^T, and the robot's score from "chased" is half row action's
+    animate entry plus half its thing entry."""
+    X, W_q, W_k = page["X"], page["W_q"], page["W_k"]
+    M = W_q @ W_k.T
+    np.testing.assert_allclose((X @ W_q) @ (X @ W_k).T, X @ M @ X.T)
+    f = page["features"].index
+    x_robot = np.array([0.5, 0.5, 0, 0])
+    x_chased = X[page["tokens"].index("chased")]
+    assert x_chased @ M @ x_robot == 0.5 * M[f("action"), f("animate")] + 0.5 * M[f("action"), f("thing")] == 2

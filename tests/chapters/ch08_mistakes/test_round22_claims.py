@@ -96,16 +96,16 @@ def test_a_search_over_width_3_ties_stays_far_from_separate_matrices():
 
 
 def test_the_counts_of_shape_keeping_bugs_agree():
-    """The goal's 'seven bugs that keep every shape' = section 5's six table rows, each one map of
+    """The goal's 'seven bugs that keep every shape' = section 6's six table rows, each one map of
     the gallery besides 'right', plus the (B, 1, S) broadcast; k.T (which changes the shape) is
-    in section 1, not in section 5's table."""
+    in section 1, not in section 6's table."""
     import json
     import pathlib
     import re
     nb = json.loads((pathlib.Path(__file__).resolve().parents[3] / "notebooks" / "08_common_mistakes.ipynb").read_text())
     cells = ["".join(c["source"]) for c in nb["cells"]]
     assert "seven bugs that keep every shape" in cells[0]
-    section = next(i for i, s in enumerate(cells) if s.startswith("## 5. Bugs that keep every shape"))
+    section = next(i for i, s in enumerate(cells) if s.startswith("## 6. Bugs that keep every shape"))
     rows = [line for line in cells[section].splitlines() if line.startswith("|")][2:]
     maps = re.findall(r'^\s*(?:maps = \{)?"([^"]+)": \(', cells[section + 1], flags=re.M)
     assert len(rows) == 6 and len(maps) == 7 and maps[0] == "right"
@@ -114,7 +114,7 @@ def test_the_counts_of_shape_keeping_bugs_agree():
 
 
 def test_torch_refuses_minus_1e9_in_float16_and_its_usual_fixes_work():
-    """Section 4: torch's half masked_fill(mask, -1e9) raises (numpy silently gives -inf); the
+    """Section 4: torch's half masked_fill(mask, -1e9) raises (numpy warns and gives -inf); the
     fixes named on the page, torch.finfo(dtype).min or scores in float32, do not raise."""
     import pytest
     import torch

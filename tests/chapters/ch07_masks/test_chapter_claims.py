@@ -215,15 +215,28 @@ def test_the_pages_two_heads_under_one_mask():
     assert heads[0, 1][t, t - 1].min() > 0.9                            # previous input found (0.95..0.98)
 
 
-def test_the_combined_masks_picture_is_the_mask_normalised():
-    """'Both masks at once': the peeking head on the padded batch spreads each row evenly over the keys
-    the causal & padding mask allows, the filler queries included."""
+def test_the_previous_input_head_keeps_its_target_under_the_causal_mask():
+    """The causal section's previous-input head: under the causal mask each word puts most of its weight
+    on the word before it (0.98, 0.96, 0.95 on the page); <bos>, with no word before it, reads itself."""
+    Y = np.eye(4)
+    w = masked_softmax((Y @ (8.0 * np.eye(4, k=-1))) @ Y.T / 2, causal_mask(4))
+    t = np.arange(1, 4)
+    assert w[t, t - 1].min() > 0.9
+    np.testing.assert_allclose(w[t, t - 1], np.exp(4) / (np.exp(4) + t))   # e^4 against t keys scoring 0
+    assert w[0, 0] == 1.0
+
+
+def test_the_combined_masks_picture_previous_input_head():
+    """'Both masks at once': the previous-input head on the padded batch reads the previous word in the real
+    rows, and its filler queries (zero vectors, scores 0) spread evenly over the keys causal & padding allow."""
     Y = np.eye(4)
     real = np.arange(4)[None, :] < np.array([4, 2])[:, None]
     mask = causal_mask(4) & real[:, None, :]
     Y_b = Y * real[:, :, None]
-    w = masked_softmax((Y_b @ (8.0 * np.eye(4, k=1))) @ Y_b.swapaxes(-1, -2) / 2, mask)
-    np.testing.assert_allclose(w, mask / mask.sum(-1, keepdims=True))
+    w = masked_softmax((Y_b @ (8.0 * np.eye(4, k=-1))) @ Y_b.swapaxes(-1, -2) / 2, mask)
+    assert w[1, 1, 0] > 0.9                                             # le reads <bos> in the short sentence
+    np.testing.assert_allclose(w[1, 2:], mask[1, 2:] / mask[1, 2:].sum(-1, keepdims=True))   # filler rows
+    assert np.all(w[~mask] == 0)
 
 
 def test_gradient_steps_on_w_q_learn_the_hand_written_alignment():
@@ -257,15 +270,15 @@ def test_gradient_steps_on_w_q_learn_the_hand_written_alignment():
     assert w[3, 3] > 0.4 and w[3, 4] > 0.4                              # noir -> sat and down
 
 
-def test_sdpa_on_the_pages_2d_cpu_tensors_runs_the_math_path_with_safe_softmax():
-    """c53: the page's 2-d CPU call takes torch's math path, whose softmax is _safe_softmax."""
-    q, k, v = (torch.randn(*s, dtype=torch.float64) for s in [(4, 6), (6, 6), (6, 4)])
+def test_sdpa_gives_zeros_and_a_clean_gradient_for_a_fully_masked_row():
+    """Going further: F.scaled_dot_product_attention on the page's 2-d tensors returns zeros for a row that
+    may look at nothing, and backward() leaves no NaN in any gradient (masked_fill(-inf) does: V's)."""
+    q, k, v = (torch.randn(*s, dtype=torch.float64, requires_grad=True) for s in [(4, 6), (6, 6), (6, 4)])
     allowed = torch.ones(4, 6, dtype=torch.bool); allowed[3] = False
-    with torch.profiler.profile() as prof:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
-    names = {e.name for e in prof.events()}
-    assert {"aten::_scaled_dot_product_attention_math", "aten::_safe_softmax"} <= names
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
     assert torch.all(out[3] == 0)
+    out.sum().backward()
+    assert not any(torch.isnan(t.grad).any() for t in (q, k, v))
 
 
 def test_is_causal_equals_the_books_causal_mask():
@@ -291,11 +304,22 @@ def test_mha_default_batch_first_false_attends_across_sentences_without_an_error
 
 
 
-def test_the_explorers_pad_query_spreads_its_weight_evenly_over_the_real_keys():
-    """The explorer's still: the <pad> row's zero vector scores 0 against every key, so under the
-    causal and padding masks it puts 1/4 on each of the four real keys and 0 on <pad>."""
+def test_the_explorers_both_neighbours_head():
+    """The explorer: the peeking and previous-input heads' scores added. Causal on, each real row reads the
+    word before it; causal off, it splits between its two neighbours; hiding le from row chat spreads chat's
+    weight evenly over <bos> and chat. The <pad> row (a zero vector, scores 0) spreads over the real keys."""
     from qkv_viz.chapters.ch07_masks.widget import mask_widget
     tokens = ["<bos>", "le", "chat", "noir", "<pad>"]
-    fig = mask_widget(np.pad(4.0 * np.eye(4, k=1), (0, 1)), tokens, tokens, causal=True, n_real=4)   # peeking head
+    scores = np.pad(4.0 * np.eye(4, k=1) + 4.0 * np.eye(4, k=-1), (0, 1))
+    fig = mask_widget(scores, tokens, tokens, causal=True, n_real=4)
+    t = np.arange(1, 4)
+    assert fig.weights[t, t - 1].min() > 0.9
     np.testing.assert_allclose(fig.weights[4], [0.25, 0.25, 0.25, 0.25, 0.0])
+    fig.causal = False
+    np.testing.assert_allclose(fig.weights[1, 0], fig.weights[1, 2])  # le: <bos> and chat alike
+    assert fig.weights[1, 0] > 0.45
+    fig.causal = True
+    clicked = [False] * 25; clicked[2 * 5 + 1] = True                 # row chat, key le
+    fig.clicked = clicked
+    np.testing.assert_allclose(fig.weights[2, :3], [0.5, 0.0, 0.5])
     np.testing.assert_allclose(fig.weights[:4, 4], 0.0)                 # no real query reads <pad>

@@ -213,22 +213,16 @@ def library_and_weights(library, query, temperature=1.0, axes=None):
     return artists
 
 
-def _reciprocal(x):
-    """1 / x for a secondary axis (matplotlib may probe it at 0)."""
-    with np.errstate(divide="ignore"):
-        return 1 / np.asarray(x, dtype=float)
-
-
 def weights_vs_temperature(temperatures, weights, library, ax=None, marks=(1.0, np.sqrt(2)), longer=None):
     """What does the temperature do? The page's table of weights, one line per book, against the
     temperature on a log axis; dotted verticals at ``marks`` (default: tau = 1 and the
-    Transformer's sqrt(d_k) = sqrt(2)).
+    Transformer's sqrt(d_k) = sqrt(2), labelled so).
 
     temperatures: (n,) positive, increasing; weights: (n, n_books), row i = the weights at
-    ``temperatures[i]``. ``longer``: optional ``(lengths, weights_longer)``, (m,) positive factors c
-    and (m, n_books) the weights of the query times c at tau = 1; each row is drawn as dots at
-    tau = 1/c, read on a top axis of c = 1/tau (ticks "× c" at the circles). Returns the list of Line2D, one per book, in the
-    library's order (then the marks, then one line of dots per book if ``longer`` is given).
+    ``temperatures[i]``. ``longer``: optional ``(c, weights_longer)``, one factor c > 0 and the
+    (n_books,) weights of the query times c at tau = 1; they are drawn as one open circle per book at
+    tau = 1/c, where they sit on the lines, named in the legend. Returns the list of Line2D, one per
+    book, in the library's order (then the marks, then one circle per book if ``longer`` is given).
     """
     taus = np.ravel(np.asarray(temperatures, dtype=float))                    # (n,)
     weights = np.asarray(weights, dtype=float)
@@ -249,32 +243,24 @@ def weights_vs_temperature(temperatures, weights, library, ax=None, marks=(1.0, 
         lines.append(ax.axvline(t, color="0.5", lw=1.0, ls=":"))
     ax.axhline(1 / library.n_books, color="0.75", lw=0.8, zorder=0)
     if longer is not None:
-        lengths = np.ravel(np.asarray(longer[0], dtype=float))                # (m,)
-        w_long = np.asarray(longer[1], dtype=float)
-        if not np.all(lengths > 0) or w_long.shape != (lengths.size, library.n_books):
-            raise ValueError(f"longer must be (lengths (m,) > 0, weights (m, n_books) = (m, {library.n_books})), "
-                             f"got lengths {lengths} and weights of shape {w_long.shape}")
+        c, w_long = float(longer[0]), np.ravel(np.asarray(longer[1], dtype=float))
+        if not c > 0 or w_long.shape != (library.n_books,):
+            raise ValueError(f"longer must be (c > 0, weights (n_books,) = ({library.n_books},)), "
+                             f"got c = {c} and weights of shape {w_long.shape}")
         for j, color in enumerate(colors):
-            lines += ax.plot(1 / lengths, w_long[:, j], ls="none", marker="o", ms=8, mfc="white",
+            lines += ax.plot([1 / c], [w_long[j]], ls="none", marker="o", ms=9, mfc="white",
                              mec=color, mew=2.0, zorder=3)
+        ax.plot([], [], ls="none", marker="o", ms=9, mfc="white", mec="0.3", mew=2.0,
+                label=f"{c:g} × query at τ = 1,\ndrawn at τ = 1/{c:g}")  # legend entry only
     ax.set_xscale("log")
     ax.set(xlim=(lo, hi), ylim=(0, 1.02), xlabel="temperature τ (log scale)", ylabel="weight")
-    if longer is not None:  # a real top axis, c = 1/tau, so its labels are read as an axis running the other way
-        top = ax.secondary_xaxis("top", functions=(_reciprocal, _reciprocal))
-        top.set_xticks(lengths, [f"× {c:g}" for c in lengths])
-        top.minorticks_off()
-        top.tick_params(labelsize=style.FONT_PT, colors="0.25")
-        top.set_xlabel("circles: the query c times longer, at τ = 1 (c = 1/τ: longer to the left)",
-                       fontsize=style.FONT_PT, color="0.25")
     ax.text(hi, 1 / library.n_books + 0.02, f"1/{library.n_books}", ha="right", va="bottom",
             color="0.45", fontsize=style.FONT_PT)
-    for t, name, side in zip(marks, ("τ = 1 ", r" $\sqrt{d_k}$"), ("right", "left")):  # one label each side
+    for t, name, side in zip(marks, ("τ = 1 ", r" $\sqrt{d_k} = \sqrt{2}$"), ("right", "left")):  # one label each side
         ax.text(t, 0.9, name, ha=side, va="top", color="0.35", fontsize=style.FONT_PT)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, fontsize=style.FONT_PT)
-    title = f"cold: one book takes everything; hot: every book tends to 1/{library.n_books}"
-    if longer is not None:
-        title = "lines: the weights as τ changes"
-    ax.set_title(title, fontsize=style.TITLE_PT)
+    ax.set_title(f"cold: one book takes everything; hot: every book tends to 1/{library.n_books}",
+                 fontsize=style.TITLE_PT)
     return lines
 
 

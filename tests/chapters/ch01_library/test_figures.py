@@ -148,41 +148,32 @@ def test_output_as_sum_stacks_each_books_weighted_value_into_the_output():
         output_as_sum(contributions[:, :2], lib, ("AI facts", "recipes", "history"))
 
 
-def test_longer_query_dots_sit_on_the_temperature_curves():
-    """The page's overlay: the query times c at tau = 1, drawn at tau = 1/c, lands on the curves."""
+def test_the_doubled_query_is_one_marked_pair_on_the_temperature_curves():
+    """The page's overlay: 2 * query at tau = 1, drawn as one circle per book at tau = 1/2, lands on the
+    curves; the legend names the circles; no second (coupled) x axis; the sqrt(d_k) mark is labelled
+    with its value (a cold read found the coupled top axis of c = 1/tau the hardest picture)."""
     lib = demo_library()
     taus, table = _page_table(lib)
-    lengths = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
-    w_long = np.stack([soft_lookup(c * DEMO_QUERY, lib, 1.0)[1] for c in lengths])  # (5, n_books)
-    lines = weights_vs_temperature(taus, table, lib, longer=(lengths, w_long))
+    c = 2.0
+    w_double = soft_lookup(c * DEMO_QUERY, lib, 1.0)[1]  # (n_books,)
+    lines = weights_vs_temperature(taus, table, lib, longer=(c, w_double))
     assert len(lines) == 2 * lib.n_books + 2
-    for j, dots in enumerate(lines[-lib.n_books:]):
-        x, w = dots.get_data()
-        np.testing.assert_allclose(x, 1 / lengths)
-        np.testing.assert_allclose(w, [soft_lookup(DEMO_QUERY, lib, 1 / c)[1][j] for c in lengths], atol=1e-12)
-    with pytest.raises(ValueError, match="longer must be"):
-        weights_vs_temperature(taus, table, lib, longer=(lengths, w_long[:, :3]))
-
-
-def test_the_longer_query_labels_are_a_top_axis_of_c_equal_1_over_tau():
-    """The "× c" labels are the ticks of a real top axis, c = 1/tau, named so, not free text over the
-    circles (a cold read found free labels running against the temperature axis)."""
-    lib = demo_library()
-    taus, table = _page_table(lib)
-    lengths = np.array([0.1, 0.3, 1.0, 3.0, 10.0])
-    w_long = np.stack([soft_lookup(c * DEMO_QUERY, lib, 1.0)[1] for c in lengths])
-    lines = weights_vs_temperature(taus, table, lib, longer=(lengths, w_long))
+    for j, circle in enumerate(lines[-lib.n_books:]):
+        x, w = circle.get_data()
+        np.testing.assert_allclose(x, [1 / c])
+        np.testing.assert_allclose(w, [soft_lookup(DEMO_QUERY, lib, 1 / c)[1][j]], atol=1e-12)
+        np.testing.assert_allclose(w, np.interp(1 / c, taus, table[:, j]), atol=0.01)  # on the drawn line
+        np.testing.assert_allclose(to_rgb(circle.get_mec()), to_rgb(lines[j].get_color()))  # its book's colour
     ax = lines[0].axes
-    assert not any("q ×" in t.get_text() for t in ax.texts)
-    (top,) = ax.child_axes
-    top.figure.canvas.draw()
-    np.testing.assert_allclose(top.get_xticks(), lengths)
-    assert [t.get_text() for t in top.get_xticklabels()] == [f"× {c:g}" for c in lengths]
-    assert "c = 1/τ" in top.get_xlabel()
-    for c in lengths:  # the tick of c sits over the circle drawn at tau = 1/c
-        x_top = top.transData.transform((c, 0))[0]
-        x_main = ax.transData.transform((1 / c, 0))[0]
-        assert abs(x_top - x_main) < 0.5
+    assert not ax.child_axes  # one x axis only
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[:lib.n_books] == list(lib.titles)
+    assert any("2 × query at τ = 1" in t and "τ = 1/2" in t for t in legend)
+    assert any("sqrt{d_k} = \\sqrt{2}" in t.get_text() for t in ax.texts)
+    with pytest.raises(ValueError, match="longer must be"):
+        weights_vs_temperature(taus, table, lib, longer=(c, w_double[:3]))
+    with pytest.raises(ValueError, match="longer must be"):
+        weights_vs_temperature(taus, table, lib, longer=(0.0, w_double))
 
 
 def test_a_key_along_a_longer_keys_line_is_drawn_beside_it():

@@ -150,3 +150,18 @@ def test_opposite_comes_from_the_signed_ai_history_axis():
 def softmax_rows(x):
     e = np.exp(x - x.max())
     return e / e.sum()
+
+
+def test_a_longer_query_or_all_keys_longer_by_one_factor_act_as_a_lower_temperature():
+    """c14: 2 * query, or every key times 2, at tau = 1 gives the weights of tau = 1/2; scaling only one key
+    does not (so the page says 'all keys made longer by the same factor')."""
+    lib = demo_library()
+    half = soft_lookup(DEMO_QUERY, lib, 0.5)[1]
+    np.testing.assert_allclose(soft_lookup(2 * DEMO_QUERY, lib, 1.0)[1], half, atol=1e-12)
+    keys2 = 2 * lib.keys
+    e = np.exp(keys2 @ DEMO_QUERY - (keys2 @ DEMO_QUERY).max())
+    np.testing.assert_allclose(e / e.sum(), half, atol=1e-12)
+    one = lib.keys.copy()
+    one[3] *= 2  # only Robot Chefs' key longer
+    e = np.exp(one @ DEMO_QUERY - (one @ DEMO_QUERY).max())
+    assert not np.allclose(e / e.sum(), half, atol=1e-3)

@@ -209,27 +209,12 @@ def check_bidirectional_cache(answer) -> Feedback:
 EX5_SHAPES = {"E": (8, 6), "W_q": (6, 8), "W_k": (6, 4), "W_v": (6, 4), "W_o": (8, 6)}
 
 
-def _writer_loss(E, params) -> float:
-    """The writer's training loss, in numpy: mean cross-entropy of each next word of both sentences."""
-    from qkv_viz.chapters.ch11_generation.generation import SENTENCES, VOCAB
-    from qkv_viz.core.kv_cache import causal_self_attention
-    ids = {w: i for i, w in enumerate(VOCAB)}
-    losses = []
-    for s in SENTENCES:
-        tok = [ids[w] for w in s.split()]                          # (7,)
-        logits = causal_self_attention(E[tok], params)[0] @ E.T    # (7, d_model) @ (d_model, V) -> (7, V)
-        logits = logits - logits.max(axis=1, keepdims=True)
-        logp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-        losses += [-logp[t, tok[t + 1]] for t in range(len(tok) - 1)]
-    return float(np.mean(losses))
-
-
 def check_train_one_kv(fn) -> Feedback:
     """Exercise 5: the page's ``train`` with one K/V head. ``fn()`` -> ``(loss, (E, W_q, W_k, W_v, W_o))``.
     Checked by the shapes, by the loss recomputed from the returned weights (it must reach the floor
     ln 2 / 6) and by what the writer then writes from "the cat" and "the dog"."""
     from qkv_viz.chapters.feedback import NOT_IMPLEMENTED, as_array
-    from qkv_viz.chapters.ch11_generation.generation import SENTENCES, VOCAB, write
+    from qkv_viz.chapters.ch11_generation.generation import SENTENCES, VOCAB, write, writer_loss
     from qkv_viz.core.kv_cache import GQAParams
     if fn is None:
         return no_answer()
@@ -254,26 +239,23 @@ def check_train_one_kv(fn) -> Feedback:
         if a.shape != shape:
             if name in ("W_k", "W_v") and a.shape == (6, 8):
                 return Feedback(False, f"{name} is still (6, 8), two heads wide. One K/V head has d_k = 4 "
-                                       f"columns: new(d_model, d_k).")
+                                       f"columns: weight(d_model, d_k).")
             return Feedback(False, f"{name} has shape {a.shape}; in the one-K/V-head writer it is {shape}.")
     E, W_q, W_k, W_v, W_o = arrays
     params = GQAParams(W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=2, n_kv_heads=1)
-    true_loss, floor = _writer_loss(E, params), float(np.log(2) / 6)
+    true_loss, floor = writer_loss(E, params), float(np.log(2) / 6)
     if not np.isfinite(true_loss) or true_loss > floor + 0.01:
         return Feedback(False, f"These weights' loss is {true_loss:.3f}, above the floor ln 2 / 6 = {floor:.3f}. "
-                               "Are k and v split into one head of d_k (unflatten(-1, (1, d_k))), does "
+                               "Are k and v split into one head of d_k (to_heads(..., n_heads=1)), does "
                                "scaled_dot_product_attention get enable_gqa=True, and did every step run?")
     if abs(loss - true_loss) > 0.01:
         return Feedback(False, f"The loss you return ({loss:.3f}) is not the returned weights' loss "
                                f"({true_loss:.3f}): return the last step's loss with the trained weights.")
-    written = []
     for s in SENTENCES:
         start = s.split()[:2]
         words = write(E, params, VOCAB, start)[0]
         if words != s.split():
             return Feedback(False, f"From {' '.join(start)!r} the writer writes {' '.join(words)!r}, "
                                    f"not {s!r}.")
-        written.append(" ".join(words))
     return Feedback(True, f"Loss {true_loss:.3f}, at the floor, with W_k and W_v (6, 4): half the cache, "
-                          "and both query heads read one K/V head. Trained that way from the start, "
-                          f"it writes {written[0]!r} and {written[1]!r}, which the averaged K/V head could not.")
+                          "both query heads reading one K/V head, and the writer writes both sentences.")

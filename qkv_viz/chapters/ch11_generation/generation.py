@@ -57,6 +57,21 @@ def trained_writer(steps: int = 300, seed: int = 3, d_model: int = 6, n_heads: i
     return E, GQAParams(W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=n_heads, n_kv_heads=n_kv)
 
 
+def writer_loss(E, params: GQAParams) -> float:
+    """The writer's training loss, in numpy: the mean cross-entropy of each next word of both SENTENCES,
+    with logits = output @ E.T of the causal layer ``params`` (any number of K/V heads)."""
+    E = as_array("E", E, ndim=2)
+    ids = {w: i for i, w in enumerate(VOCAB)}
+    losses = []
+    for s in SENTENCES:
+        tok = [ids[w] for w in s.split()]                          # (7,)
+        logits = causal_self_attention(E[tok], params)[0] @ E.T    # (7, d_model) @ (d_model, V) -> (7, V)
+        logits = logits - logits.max(axis=1, keepdims=True)
+        logp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        losses += [-logp[t, tok[t + 1]] for t in range(len(tok) - 1)]
+    return float(np.mean(losses))
+
+
 def write(E, params: GQAParams, vocab, prompt, stop: str = ".", max_tokens: int = 10):
     """Generate greedily: tokens so far -> causal layer -> last output @ E.T -> argmax, appended,
     until ``stop`` or ``max_tokens``. Returns (words, weights (H, T, T), logits (T, V)); row t of

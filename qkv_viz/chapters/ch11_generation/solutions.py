@@ -52,19 +52,31 @@ def train_one_kv(seed=3, steps=300):
     ID = {w: i for i, w in enumerate(VOCAB)}
     ids = torch.tensor([[ID[w] for w in s.split()] for s in SENTENCES])   # (2, 7)
     d_model, H, d_k = 6, 2, 4
+
+    def weight(*shape):                              # the page's small start
+        return (0.3 * torch.randn(*shape, dtype=torch.float64)).requires_grad_()
+
+    def to_heads(y, n_heads):                        # (2, 7, n_heads*d_k) -> (2, n_heads, 7, d_k)
+        n_sentences, T, _ = y.shape
+        return y.reshape(n_sentences, T, n_heads, d_k).transpose(1, 2)
+
     torch.manual_seed(seed)
-    new = lambda *shape: (0.3 * torch.randn(*shape, dtype=torch.float64)).requires_grad_()  # noqa: E731
-    E_t = new(len(VOCAB), d_model)                                        # (8, 6)
-    W = [new(d_model, H * d_k), new(d_model, d_k), new(d_model, d_k), new(H * d_k, d_model)]   # W_k, W_v (6, 4)
-    opt = torch.optim.Adam([E_t, *W], lr=0.03)
+    E_t = weight(len(VOCAB), d_model)                # (8, 6)
+    W_q_t = weight(d_model, H * d_k)                 # (6, 8): H query heads
+    W_k_t = weight(d_model, d_k)                     # (6, 4): one K/V head
+    W_v_t = weight(d_model, d_k)                     # (6, 4)
+    W_o_t = weight(H * d_k, d_model)                 # (8, 6)
+    opt = torch.optim.Adam([E_t, W_q_t, W_k_t, W_v_t, W_o_t], lr=0.03)
     for _ in range(steps):
-        x = E_t[ids]                                                      # (2, 7, d_model)
-        q = (x @ W[0]).unflatten(-1, (H, d_k)).transpose(1, 2)            # (2, H, 7, d_k)
-        k, v = ((x @ W_).unflatten(-1, (1, d_k)).transpose(1, 2) for W_ in W[1:3])   # (2, 1, 7, d_k)
+        x = E_t[ids]                                 # (2, 7, d_model)
+        q = to_heads(x @ W_q_t, H)                   # (2, H, 7, d_k)
+        k = to_heads(x @ W_k_t, 1)                   # (2, 1, 7, d_k)
+        v = to_heads(x @ W_v_t, 1)
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)   # (2, H, 7, d_k)
-        logits = out.transpose(1, 2).flatten(2) @ W[3] @ E_t.T            # (2, 7, V)
-        loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+        out = out.transpose(1, 2).reshape(len(ids), -1, H * d_k)                          # (2, 7, H*d_k)
+        logits = out @ W_o_t @ E_t.T                 # (2, 7, V)
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, len(VOCAB)), ids[:, 1:].reshape(-1))
         opt.zero_grad()
         loss.backward()
         opt.step()
-    return loss.item(), tuple(w.detach().numpy() for w in (E_t, *W))
+    return loss.item(), tuple(w.detach().numpy() for w in (E_t, W_q_t, W_k_t, W_v_t, W_o_t))

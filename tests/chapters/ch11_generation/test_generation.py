@@ -256,3 +256,20 @@ def test_the_pages_step_and_sampler_use_the_cache_and_write_the_sentences():
     assert drawn[0] == drawn[1] and drawn[0] in SENTENCES
     rng = np.random.default_rng(1)
     assert {page["sample"](1, rng) for _ in range(20)} <= set(SENTENCES)
+
+
+def test_writer_loss_is_torchs_training_loss_and_sees_the_averaged_head_fail():
+    """writer_loss (the page prints it for the one-K/V-head writer) is the training cell's cross-entropy, in numpy:
+    at the floor ln 2 / 6 for both trained writers, well above it for the averaged K/V head that writes 'the cat sat .'."""
+    import torch
+    import torch.nn.functional as F
+    from qkv_viz.chapters.ch11_generation.generation import SENTENCES, VOCAB, shared_kv, trained_writer, writer_loss
+
+    E, p = trained_writer()
+    ids = torch.tensor([[VOCAB.index(w) for w in s.split()] for s in SENTENCES])
+    out = np.stack([causal_self_attention(E[row], p)[0] for row in ids.numpy()])     # (2, 7, d_model)
+    logits = torch.tensor(out @ E.T)
+    torch_loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).item()
+    assert abs(writer_loss(E, p) - torch_loss) < 1e-12
+    assert abs(writer_loss(*trained_writer(n_kv_heads=1)) - np.log(2) / 6) < 0.01
+    assert writer_loss(E, shared_kv(p, 1)) > np.log(2) / 6 + 0.1

@@ -17,7 +17,7 @@ from browser_harness import jupyter, one_cell_notebook
 from test_browser_ch07 import _need_browser
 from test_browser_ch07 import _scores as _ch07_scores
 
-TOKENS = ["<bos>", "le", "chat", "noir"]   # the chapter's grammar toy without padding: 4 keys
+TOKENS = ["<bos>", "le", "chat", "noir"]   # the chapter's explorer head without padding: 4 keys
 
 
 def _scores():

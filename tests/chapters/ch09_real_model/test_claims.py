@@ -342,7 +342,7 @@ def test_sleepy_keeps_the_animal_and_still_turns_the_head_a_little(model, trace)
 
 def test_the_ten_pairs(model):
     """The page's pairs cell, run as it stands: layer 3 head 1 'follows the meaning in most pairs but
-    favours the right noun in both sentences in only two; 6 of the 72 heads follow as often, against 4 from coins';
+    favours the right noun in both sentences in two; 6 of 72 heads do as well, fair coins 4';
     'the second head [layer 5 head 11] does no better than coins' (as many heads follow as often as coins would give,
     within 2). Each pair's sentences agree up to 'it' and hold both nouns and 'it' once."""
     import json

@@ -312,3 +312,19 @@ def test_a_score_is_read_off_m_as_a_preference_table(page):
     x_robot = np.array([0.5, 0.5, 0, 0])
     x_chased = X[page["tokens"].index("chased")]
     assert x_chased @ M @ x_robot == 0.5 * M[f("action"), f("animate")] + 0.5 * M[f("action"), f("thing")] == 2
+
+
+def test_a_w_v_carrying_the_kind_of_noun_gives_the_and_ball_one_key_two_values():
+    """The page's W_v demo: "the" and "ball" share the key (0, 0) but not the value under W_v_noun;
+    with the unchanged weights only "chased" receives mostly *animate*."""
+    cells = ["".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
+    ns = {"np": np, "softmax": qv.softmax, "print": lambda *a, **k: None}
+    for marker in ("W_v = np.eye(4)", "d_k = K.shape[1]", "W_v_noun = "):
+        exec(compile(next(s for s in cells if marker in s), str(NOTEBOOK), "exec"), ns)
+    i = ns["tokens"].index
+    K, V_noun, out = ns["K"], ns["V_noun"], ns["out_noun"]
+    np.testing.assert_array_equal(K[i("the")], K[i("ball")])
+    assert not np.array_equal(V_noun[i("the")], V_noun[i("ball")])
+    assert V_noun.shape == (5, 2) and not ns["W_v_noun"][2:].any()        # action, determiner not carried
+    np.testing.assert_allclose(out, ns["weights"] @ ns["X"] @ ns["W_v_noun"])
+    assert [t for t, row in zip(ns["tokens"], out) if row[0] > 0.5] == ["chased"]

@@ -70,13 +70,16 @@ def gradient_vs_largest_weight(weights: dict, norms: dict, ax=None, saturated: f
     return points
 
 
-def learning_curves(acc: dict, chance: float, ax=None, window: int = 10, target: float | None = 0.9):
+def learning_curves(acc: dict, chance: float, ax=None, window: int = 10, target: float | None = 0.9,
+                    ylabel: str = "accuracy", legend: bool = True):
     """Training accuracy against the step, running mean over ``window`` steps, one line per run.
 
     ``acc``: ``{run name: (steps,) or (n_seeds, steps) accuracies}``. With several seeds the line is
     their mean and a band spans the lowest to the highest seed. A dashed line marks ``target`` (the
     accuracy the chapter's "steps to 90 %" count to; ``None``: no line), a dotted one ``chance``.
-    Returns the lines: the runs', then the target's (if any), then chance's.
+    Returns the lines: the runs', then the target's (if any), then chance's. Any other per-step
+    quantity between 0 and 1 (such as the mean weight on the own key) can be drawn the same way,
+    with its own ``ylabel``; ``legend=False`` leaves the legend to another panel.
     """
     if ax is None:
         _, ax = plt.subplots(figsize=style.figsize(0.7, 0.45), layout="constrained")
@@ -96,8 +99,9 @@ def learning_curves(acc: dict, chance: float, ax=None, window: int = 10, target:
     lines.append(ax.axhline(chance, color="gray", lw=1, ls=":", label=f"chance (1 key in {round(1 / chance)})"))
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("training step")
-    ax.set_ylabel("accuracy")
-    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_ylabel(ylabel)
+    if legend:
+        ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return lines
 
 

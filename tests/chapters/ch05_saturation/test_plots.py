@@ -50,6 +50,8 @@ def test_learning_curves_and_a_correct_chance_line():
     target = lines[-2]                                                 # the 90 % the text counts steps to
     assert target.get_ydata()[0] == pytest.approx(0.9) and target.get_label() == "90 % (steps counted to here)"
     assert len(sp.learning_curves(acc, chance=1 / 16, target=None)) == 3   # no target line when asked
+    other = sp.learning_curves(acc, chance=1 / 16, target=None, ylabel="own-key weight", legend=False)
+    assert other[0].axes.get_ylabel() == "own-key weight" and other[0].axes.get_legend() is None
     fig = chance.axes.figure
     assert fig.get_size_inches()[0] <= style.COLUMN_WIDTH
     fig.canvas.draw()
